@@ -1,0 +1,67 @@
+// Package convert moves values between Go and Starlark in the JSON data model.
+//
+// Typed Kubernetes objects (a *corev1.Pod, or any struct with json tags) become plain Starlark
+// values — dict, list, string, int, float, bool and None — in exactly the shape encoding/json
+// gives them: struct fields in declaration order, map keys sorted, omitempty and omitzero
+// honoured, and types with their own JSON form (resource.Quantity, metav1.Time,
+// intstr.IntOrString) as that form. To turn a typed object into Starlark values, use
+// [ToStarlark]; to decode Starlark values strictly back into a typed object, use [Decode].
+//
+// Untyped JSON data (map[string]any, []any, string, float64, int64, bool, nil) converts with
+// [ToGo] and [FromGo]; the builtins use those for JSON Patch, strategic merge and YAML.
+//
+// Decode never goes through JSON text, and it reports every problem at once as a
+// field.ErrorList whose paths read like spec.containers[0].ports[0].containerPort.
+package convert
+
+import (
+	"go.starlark.net/starlark"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Options controls [Decode]. The zero value is a safe default.
+type Options struct {
+	// MaxBytes bounds the size of the value's JSON encoding. Decode stops with a *SizeError as
+	// soon as the running total passes it. Zero means no limit.
+	MaxBytes int64
+}
+
+// A SizeError reports a value whose JSON encoding is larger than Options.MaxBytes.
+type SizeError struct {
+	Limit int64       // the limit that was passed
+	Path  *field.Path // where the walk was when the total passed the limit
+}
+
+func (e *SizeError) Error() string {
+	panic("unimplemented")
+}
+
+// ToStarlark converts v, a Go value in the JSON data model or a (pointer to a) struct with json
+// tags, into fresh, unfrozen Starlark values. The result equals json.Unmarshal of json.Marshal(v)
+// into generic values, with JSON numbers that are integers becoming Starlark ints.
+func ToStarlark(v any) (starlark.Value, error) {
+	panic("unimplemented")
+}
+
+// Decode decodes x strictly into the value that out points to: no unknown fields (each reported
+// with a did-you-mean), no type mismatches (got string, want int), no values JSON cannot hold
+// (NaN, Inf, functions, non-string keys, ints out of range of the target), no cycles.
+// None decodes as JSON null does. The previous contents of *out are replaced.
+// Field errors are returned in errs, rooted at path (nil for the top level); err is non-nil only
+// for a *SizeError, in which case errs is nil and *out is unspecified.
+func Decode(x starlark.Value, out any, path *field.Path, opts *Options) (errs field.ErrorList, err error) {
+	panic("unimplemented")
+}
+
+// ToGo converts a Starlark value into untyped JSON data: map[string]any, []any, string, int64
+// (or *big.Int beyond int64), float64, bool and nil. Errors name the path of the bad value.
+func ToGo(x starlark.Value, path *field.Path) (any, error) {
+	panic("unimplemented")
+}
+
+// FromGo converts untyped JSON data (as produced by encoding/json, sigs.k8s.io/yaml or [ToGo];
+// json.Number and all Go int and float kinds are accepted) into fresh Starlark values. Map keys
+// are sorted.
+func FromGo(v any) (starlark.Value, error) {
+	panic("unimplemented")
+}

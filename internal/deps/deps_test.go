@@ -1,0 +1,5 @@
+package deps
+
+import (
+	_ "github.com/rogpeppe/go-internal/testscript"
+)
