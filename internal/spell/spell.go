@@ -1,0 +1,89 @@
+// Package spell suggests the nearest of several names for "did you mean" hints, as in
+// `unknown field; did you mean "tolerations"?`.
+//
+// To find the candidate closest to a misspelt name, use [Nearest].
+package spell
+
+import (
+	"unicode"
+)
+
+// Nearest returns the element of candidates nearest to x, or "" if none is close enough.
+//
+// Names are compared ignoring case and underscores, so "Overlay" matches "overlay" and
+// "node_selector" matches "nodeSelector" at distance 0. Otherwise the distance is the
+// Levenshtein edit distance between the folded names, counted in runes, and a candidate is
+// close enough when that distance is at most about a third of the length of x
+// ((len+1)/3 runes). Ties go to the earlier candidate, so the result is deterministic.
+// A candidate equal to x is returned as is.
+func Nearest(x string, candidates []string) string {
+	fx := fold(x)
+	best := ""
+	bestD := (len(fx)+1)/3 + 1 // exclusive bound
+	for _, c := range candidates {
+		d := levenshtein(fx, fold(c), bestD)
+		if d < bestD {
+			bestD = d
+			best = c
+			if d == 0 {
+				break
+			}
+		}
+	}
+	return best
+}
+
+// fold lower-cases s and removes its underscores, returning the runes.
+func fold(s string) []rune {
+	r := make([]rune, 0, len(s))
+	for _, c := range s {
+		if c != '_' {
+			r = append(r, unicode.ToLower(c))
+		}
+	}
+	return r
+}
+
+// levenshtein returns the Levenshtein edit distance between x and y. When the distance is
+// at least limit it may return early with some value that is also at least limit.
+func levenshtein(x, y []rune, limit int) int {
+	if len(x) > len(y) {
+		x, y = y, x
+	}
+	// Remove the common prefix and suffix.
+	for len(x) > 0 && x[0] == y[0] {
+		x, y = x[1:], y[1:]
+	}
+	for len(x) > 0 && x[len(x)-1] == y[len(y)-1] {
+		x, y = x[:len(x)-1], y[:len(y)-1]
+	}
+	if len(x) == 0 {
+		return len(y)
+	}
+	if len(y)-len(x) >= limit {
+		return len(y) - len(x)
+	}
+	// row[j] is the distance between the first i runes of x and the first j runes of y.
+	row := make([]int, len(y)+1)
+	for j := range row {
+		row[j] = j
+	}
+	for i := 1; i <= len(x); i++ {
+		prev := row[0] // distance for (i-1, j-1)
+		row[0] = i
+		best := i
+		for j := 1; j <= len(y); j++ {
+			sub := prev
+			if x[i-1] != y[j-1] {
+				sub++
+			}
+			d := min(sub, row[j-1]+1, row[j]+1)
+			prev, row[j] = row[j], d
+			best = min(best, d)
+		}
+		if best >= limit {
+			return best
+		}
+	}
+	return row[len(y)]
+}
