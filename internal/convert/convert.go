@@ -12,9 +12,14 @@
 //
 // Decode never goes through JSON text, and it reports every problem at once as a
 // field.ErrorList whose paths read like spec.containers[0].ports[0].containerPort.
+//
+// Both directions use per-type tables of struct fields, computed once per Go type and cached,
+// so converting many objects of the same type costs no reflection over struct tags.
 package convert
 
 import (
+	"fmt"
+
 	"go.starlark.net/starlark"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -23,6 +28,12 @@ import (
 type Options struct {
 	// MaxBytes bounds the size of the value's JSON encoding. Decode stops with a *SizeError as
 	// soon as the running total passes it. Zero means no limit.
+	//
+	// The total is the length of the compact JSON encoding without HTML escaping: strings
+	// count their bytes plus quotes and backslash escapes (control characters count as
+	// \u00XX), floats count the digits of their shortest form, and every bracket, colon and
+	// comma counts. Invalid UTF-8 is counted as its bytes, so the total may be a little below
+	// the length encoding/json would produce for such strings.
 	MaxBytes int64
 }
 
@@ -33,14 +44,20 @@ type SizeError struct {
 }
 
 func (e *SizeError) Error() string {
-	panic("unimplemented")
+	if p := e.Path.String(); p != "" {
+		return fmt.Sprintf("%s: value too large: JSON encoding exceeds %d bytes", p, e.Limit)
+	}
+	return fmt.Sprintf("value too large: JSON encoding exceeds %d bytes", e.Limit)
 }
 
 // ToStarlark converts v, a Go value in the JSON data model or a (pointer to a) struct with json
 // tags, into fresh, unfrozen Starlark values. The result equals json.Unmarshal of json.Marshal(v)
 // into generic values, with JSON numbers that are integers becoming Starlark ints.
+//
+// Where json.Marshal would fail (NaN or infinite floats, channels, functions, a failing
+// MarshalJSON), ToStarlark returns a *field.Error whose path names the bad field.
 func ToStarlark(v any) (starlark.Value, error) {
-	panic("unimplemented")
+	return toStarlark(v)
 }
 
 // Decode decodes x strictly into the value that out points to: no unknown fields (each reported
@@ -49,19 +66,37 @@ func ToStarlark(v any) (starlark.Value, error) {
 // None decodes as JSON null does. The previous contents of *out are replaced.
 // Field errors are returned in errs, rooted at path (nil for the top level); err is non-nil only
 // for a *SizeError, in which case errs is nil and *out is unspecified.
+//
+// Decode panics if out is not a non-nil pointer.
 func Decode(x starlark.Value, out any, path *field.Path, opts *Options) (errs field.ErrorList, err error) {
-	panic("unimplemented")
+	return decode(x, out, path, opts)
 }
 
 // ToGo converts a Starlark value into untyped JSON data: map[string]any, []any, string, int64
-// (or *big.Int beyond int64), float64, bool and nil. Errors name the path of the bad value.
+// (or *big.Int beyond int64), float64, bool and nil. Errors name the path of the bad value;
+// the error returned is a *field.Error.
 func ToGo(x starlark.Value, path *field.Path) (any, error) {
-	panic("unimplemented")
+	w := walker{root: path}
+	v := w.toGo(x)
+	if len(w.errs) > 0 {
+		return nil, w.errs[0]
+	}
+	return v, nil
 }
 
 // FromGo converts untyped JSON data (as produced by encoding/json, sigs.k8s.io/yaml or [ToGo];
 // json.Number and all Go int and float kinds are accepted) into fresh Starlark values. Map keys
 // are sorted.
+//
+// A json.Number becomes an int when it has no fraction or exponent (as in Starlark's
+// json.decode), otherwise a float. NaN and infinite floats, and values of any other Go type,
+// are errors.
 func FromGo(v any) (starlark.Value, error) {
+	return fromGo(v)
+}
+
+func toStarlark(v any) (starlark.Value, error) { panic("unimplemented") }
+
+func decode(x starlark.Value, out any, path *field.Path, opts *Options) (field.ErrorList, error) {
 	panic("unimplemented")
 }

@@ -1,0 +1,398 @@
+// This file defines the walker, which tracks the path, the containers being visited and the
+// running JSON size during a walk over Starlark values, and the conversions of Starlark values
+// to untyped Go data.
+
+package convert
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"go.starlark.net/starlark"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// maxDepth bounds the nesting of lists and dicts in a value.
+const maxDepth = 1000
+
+// noValue makes a field.Error omit the bad value from its message.
+var noValue = field.OmitValueType{}
+
+// A pathElem is one step of a path: a field name, a list index or a map key.
+type pathElem struct {
+	kind  pathKind
+	name  string // child name or map key
+	index int
+}
+
+type pathKind uint8
+
+const (
+	childElem pathKind = iota
+	indexElem
+	keyElem
+)
+
+// A walker holds the state of one walk over Starlark values. The path is kept as a stack of
+// steps and turned into a *field.Path only when an error needs it, so that a walk without
+// errors allocates no paths.
+type walker struct {
+	root  *field.Path
+	elems []pathElem
+	seen  []starlark.Value // the dicts and lists on the current path, for cycle detection
+	size  int64            // running length of the JSON encoding
+	limit int64            // zero means no limit
+	errs  field.ErrorList
+}
+
+// sizeAbort is the panic value that stops a walk that passed the size limit.
+type sizeAbort struct{ err *SizeError }
+
+func (w *walker) path() *field.Path {
+	p := w.root
+	for _, e := range w.elems {
+		switch e.kind {
+		case childElem:
+			p = p.Child(e.name)
+		case indexElem:
+			p = p.Index(e.index)
+		case keyElem:
+			p = p.Key(e.name)
+		}
+	}
+	return p
+}
+
+func (w *walker) pushChild(name string) {
+	w.elems = append(w.elems, pathElem{kind: childElem, name: name})
+}
+func (w *walker) pushIndex(i int)  { w.elems = append(w.elems, pathElem{kind: indexElem, index: i}) }
+func (w *walker) pushKey(k string) { w.elems = append(w.elems, pathElem{kind: keyElem, name: k}) }
+func (w *walker) pop()             { w.elems = w.elems[:len(w.elems)-1] }
+
+// add adds n bytes to the running size and stops the walk once it passes the limit.
+func (w *walker) add(n int64) {
+	w.size += n
+	if w.limit > 0 && w.size > w.limit {
+		panic(sizeAbort{&SizeError{Limit: w.limit, Path: w.path()}})
+	}
+}
+
+// invalid records a field.Invalid error at the current path.
+func (w *walker) invalid(format string, args ...any) {
+	w.errs = append(w.errs, field.Invalid(w.path(), noValue, fmt.Sprintf(format, args...)))
+}
+
+// typeInvalid records a field.TypeInvalid error "got T, want want" at the current path.
+func (w *walker) typeInvalid(x starlark.Value, want string) {
+	w.errs = append(w.errs, field.TypeInvalid(w.path(), noValue, "got "+x.Type()+", want "+want))
+}
+
+// enter notes that the walk descends into the container x and reports whether it may: not
+// when x is already being visited (a cycle) or the value is nested too deeply.
+func (w *walker) enter(x starlark.Value) bool {
+	if len(w.seen) >= maxDepth {
+		w.invalid("nested too deeply")
+		return false
+	}
+	for _, s := range w.seen {
+		if s == x {
+			w.invalid("value contains itself")
+			return false
+		}
+	}
+	w.seen = append(w.seen, x)
+	return true
+}
+
+func (w *walker) leave() { w.seen = w.seen[:len(w.seen)-1] }
+
+// withLimit runs f, turning a size abort into a *SizeError.
+func (w *walker) withLimit(f func()) (err *SizeError) {
+	defer func() {
+		if r := recover(); r != nil {
+			a, ok := r.(sizeAbort)
+			if !ok {
+				panic(r)
+			}
+			err = a.err
+		}
+	}()
+	f()
+	return nil
+}
+
+// addList counts the brackets and commas of a list of n elements. It stops the walk at once
+// if the list cannot fit even with one byte per element, before anything is allocated for it.
+func (w *walker) addList(n int) {
+	if w.limit == 0 {
+		return
+	}
+	punct := int64(2 + max(n-1, 0))
+	if w.size+punct+int64(n) > w.limit {
+		w.add(punct + int64(n))
+	}
+	w.add(punct)
+}
+
+// toGo converts x to untyped JSON data, recording errors and returning nil for bad values.
+func (w *walker) toGo(x starlark.Value) any {
+	switch x := x.(type) {
+	case starlark.NoneType:
+		w.add(4)
+		return nil
+	case starlark.Bool:
+		if x {
+			w.add(4)
+		} else {
+			w.add(5)
+		}
+		return bool(x)
+	case starlark.String:
+		w.addString(string(x))
+		return string(x)
+	case starlark.Int:
+		if i, ok := x.Int64(); ok {
+			w.addInt(i)
+			return i
+		}
+		b := x.BigInt()
+		w.add(int64(len(b.String())))
+		return b
+	case starlark.Float:
+		f := float64(x)
+		if !w.finite(x) {
+			return nil
+		}
+		w.addFloat(f)
+		return f
+	case *starlark.Dict:
+		return w.dictToGo(x)
+	case *starlark.List:
+		w.addList(x.Len())
+		if !w.enter(x) {
+			return nil
+		}
+		defer w.leave()
+		return w.elemsToGo(x)
+	case starlark.Tuple:
+		w.addList(len(x))
+		return w.elemsToGo(x)
+	}
+	w.typeInvalid(x, "dict, list, string, int, float, bool or None")
+	return nil
+}
+
+func (w *walker) elemsToGo(x starlark.Indexable) []any {
+	n := x.Len()
+	out := make([]any, n)
+	for i := range n {
+		w.pushIndex(i)
+		out[i] = w.toGo(x.Index(i))
+		w.pop()
+	}
+	return out
+}
+
+func (w *walker) dictToGo(d *starlark.Dict) map[string]any {
+	w.add(2)
+	if !w.enter(d) {
+		return nil
+	}
+	defer w.leave()
+	out := make(map[string]any, d.Len())
+	first := true
+	for k, v := range d.Entries() {
+		ks, ok := k.(starlark.String)
+		if !ok {
+			w.invalid("got %s key, want string", k.Type())
+			continue
+		}
+		if !first {
+			w.add(1)
+		}
+		first = false
+		w.addString(string(ks))
+		w.add(1)
+		w.pushKey(string(ks))
+		out[string(ks)] = w.toGo(v)
+		w.pop()
+	}
+	return out
+}
+
+// finite reports whether f is finite, recording an error if not.
+func (w *walker) finite(f starlark.Float) bool {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		w.invalid("got %s, want finite float", f)
+		return false
+	}
+	return true
+}
+
+// addString counts the JSON size of the string s.
+func (w *walker) addString(s string) {
+	if w.limit == 0 {
+		return
+	}
+	n := int64(len(s)) + 2
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			n++
+		case c < 0x20:
+			n += 5
+		}
+	}
+	w.add(n)
+}
+
+func (w *walker) addInt(i int64) {
+	if w.limit == 0 {
+		return
+	}
+	var buf [24]byte
+	w.add(int64(len(strconv.AppendInt(buf[:0], i, 10))))
+}
+
+func (w *walker) addFloat(f float64) {
+	if w.limit == 0 {
+		return
+	}
+	var buf [32]byte
+	w.add(int64(len(strconv.AppendFloat(buf[:0], f, 'g', -1, 64))))
+}
+
+// fromGo converts untyped JSON data to Starlark values.
+func fromGo(v any) (starlark.Value, error) {
+	switch v := v.(type) {
+	case nil:
+		return starlark.None, nil
+	case bool:
+		return starlark.Bool(v), nil
+	case string:
+		return starlark.String(v), nil
+	case map[string]any:
+		keys := sortedKeys(v)
+		d := starlark.NewDict(len(v))
+		for _, k := range keys {
+			x, err := fromGo(v[k])
+			if err != nil {
+				return nil, fmt.Errorf("in key %q: %w", k, err)
+			}
+			d.SetKey(starlark.String(k), x)
+		}
+		return d, nil
+	case []any:
+		elems := make([]starlark.Value, len(v))
+		for i, e := range v {
+			x, err := fromGo(e)
+			if err != nil {
+				return nil, fmt.Errorf("at index %d: %w", i, err)
+			}
+			elems[i] = x
+		}
+		return starlark.NewList(elems), nil
+	case int:
+		return starlark.MakeInt(v), nil
+	case int8:
+		return starlark.MakeInt64(int64(v)), nil
+	case int16:
+		return starlark.MakeInt64(int64(v)), nil
+	case int32:
+		return starlark.MakeInt64(int64(v)), nil
+	case int64:
+		return starlark.MakeInt64(v), nil
+	case uint:
+		return starlark.MakeUint64(uint64(v)), nil
+	case uint8:
+		return starlark.MakeUint64(uint64(v)), nil
+	case uint16:
+		return starlark.MakeUint64(uint64(v)), nil
+	case uint32:
+		return starlark.MakeUint64(uint64(v)), nil
+	case uint64:
+		return starlark.MakeUint64(v), nil
+	case uintptr:
+		return starlark.MakeUint64(uint64(v)), nil
+	case float32:
+		return fromFloat(float64(v))
+	case float64:
+		return fromFloat(v)
+	case json.Number:
+		return numberToStarlark(string(v))
+	case *big.Int:
+		if v == nil {
+			return starlark.None, nil
+		}
+		return starlark.MakeBigInt(v), nil
+	}
+	return nil, fmt.Errorf("got %T, want JSON data", v)
+}
+
+func fromFloat(f float64) (starlark.Value, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, fmt.Errorf("got %v, want finite float", f)
+	}
+	return starlark.Float(f), nil
+}
+
+// numberToStarlark converts the text of a JSON number as Starlark's json.decode does: an int
+// when it has no fraction or exponent, otherwise a float.
+func numberToStarlark(s string) (starlark.Value, error) {
+	isFloat := false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '.', 'e', 'E':
+			isFloat = true
+		}
+	}
+	if isFloat {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("got %s, want finite float", s)
+		}
+		return starlark.Float(f), nil
+	}
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return starlark.MakeInt64(i), nil
+	}
+	b, ok := new(big.Int).SetString(s, 10)
+	if !ok {
+		return nil, fmt.Errorf("got %q, want number", s)
+	}
+	return starlark.MakeBigInt(b), nil
+}
+
+// validUTF8 returns s with each byte of an invalid UTF-8 sequence replaced by U+FFFD, as
+// encoding/json does when it encodes a string.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	b := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = utf8.AppendRune(b, utf8.RuneError)
+		} else {
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return string(b)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
