@@ -1,0 +1,428 @@
+// Package engine compiles and applies starpod overlays: Starlark scripts that define
+//
+//	def overlay(pod, ctx):
+//	    ...
+//
+// and change a Kubernetes pod.
+//
+// To compile a script once, use [Compile]; it returns an immutable [*Overlay] that one or many
+// goroutines apply at the same time with [Overlay.Apply]. To apply several overlays in order,
+// use a [Chain]. Each apply makes a fresh starlark.Thread, converts the pod into plain Starlark
+// values (dict, list, string, int, float, bool, None in the JSON shape users know from YAML),
+// runs the script's top level and then overlay(pod) or overlay(pod, ctx), and decodes the
+// result strictly back into a corev1.Pod.
+//
+// Scripts run sandboxed: their only predeclared names are the Starlark universe and the helpers
+// of package builtins, so they cannot reach files, the environment, the clock, randomness or the
+// network. The dialect has no while loops, no recursion and no reassignment of globals. Every
+// apply is bounded in execution steps, wall time and the size of the result; the zero
+// [Options] gives safe defaults. The same script and pod always give the same pod.
+//
+// Every failure is an [*Error]: it names the overlay, the script position, the Starlark
+// backtrace where there is one, and for an invalid result the pod field path of each problem.
+// A limit that was hit is a [*LimitError] inside it; use errors.As to find either.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.starlark.net/resolve"
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+	"go.starlark.net/syntax"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/starpod/starpod/builtins"
+	"github.com/starpod/starpod/internal/convert"
+	"github.com/starpod/starpod/internal/spell"
+)
+
+// Defaults for the zero values of [Options].
+const (
+	DefaultMaxSteps       = 1_000_000
+	DefaultTimeout        = 2 * time.Second
+	DefaultMaxResultBytes = 1 << 20
+)
+
+// Options configures [Compile]. The zero value is the safe default: a zero limit means its
+// documented default, never "unlimited".
+type Options struct {
+	// MaxSteps bounds the Starlark execution steps of one apply (top level and overlay
+	// together) and of loading each module. Zero means DefaultMaxSteps.
+	MaxSteps uint64
+
+	// Timeout bounds the wall time of one apply. Zero means DefaultTimeout. A deadline or
+	// cancellation of the context given to Apply stops the script too.
+	Timeout time.Duration
+
+	// MaxResultBytes bounds the size of the JSON encoding of the pod an overlay returns.
+	// Zero means DefaultMaxResultBytes.
+	MaxResultBytes int64
+
+	// Print receives the output of print() with the position of the call. Nil discards it.
+	// It may be called from several goroutines at once when an overlay is applied
+	// concurrently.
+	Print func(pos syntax.Position, msg string)
+
+	// Loader resolves load statements. Nil makes every load fail with an error.
+	Loader Loader
+}
+
+func (o *Options) maxSteps() uint64 {
+	if o.MaxSteps == 0 {
+		return DefaultMaxSteps
+	}
+	return o.MaxSteps
+}
+
+func (o *Options) timeout() time.Duration {
+	if o.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return o.Timeout
+}
+
+func (o *Options) maxResultBytes() int64 {
+	if o.MaxResultBytes <= 0 {
+		return DefaultMaxResultBytes
+	}
+	return o.MaxResultBytes
+}
+
+// fileOptions is the overlay dialect: no while, no recursion, no global reassignment, no
+// top-level if/for; sets are allowed.
+var fileOptions = &syntax.FileOptions{Set: true}
+
+// predeclared holds the names every script sees besides the universe. Its values are frozen.
+var predeclared = func() starlark.StringDict {
+	d := builtins.Predeclared()
+	d.Freeze()
+	return d
+}()
+
+// Env is what an overlay sees as its ctx parameter. The zero value gives empty values.
+type Env struct {
+	AppID       string            // ctx.app_id
+	Role        string            // ctx.role
+	ReplicaID   int               // ctx.replica_id
+	NumReplicas int               // ctx.num_replicas
+	Scheduler   string            // ctx.scheduler, e.g. "kubernetes"
+	Args        map[string]string // ctx.args, from --overlay-arg KEY=VALUE
+}
+
+// value returns env as a frozen Starlark struct.
+func (env *Env) value() starlark.Value {
+	if env == nil {
+		env = &Env{}
+	}
+	args := starlark.NewDict(len(env.Args))
+	keys := make([]string, 0, len(env.Args))
+	for k := range env.Args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args.SetKey(starlark.String(k), starlark.String(env.Args[k]))
+	}
+	s := starlarkstruct.FromStringDict(starlark.String("ctx"), starlark.StringDict{
+		"app_id":       starlark.String(env.AppID),
+		"role":         starlark.String(env.Role),
+		"replica_id":   starlark.MakeInt(env.ReplicaID),
+		"num_replicas": starlark.MakeInt(env.NumReplicas),
+		"scheduler":    starlark.String(env.Scheduler),
+		"args":         args,
+	})
+	s.Freeze()
+	return s
+}
+
+// An Overlay is a compiled overlay script. It is immutable and holds no mutable Starlark
+// values, so one Overlay may be applied from many goroutines at once.
+type Overlay struct {
+	name    string
+	prog    *starlark.Program
+	modules map[string]starlark.StringDict // frozen globals of every module the script loads
+	loads   map[loadKey]string             // resolved name of each load statement
+	takes   int                            // 1 for overlay(pod), 2 for overlay(pod, ctx)
+	pos     syntax.Position                // where overlay is defined
+	opts    Options
+}
+
+// Name returns the name the overlay was compiled with, usually its file name.
+func (o *Overlay) Name() string { return o.name }
+
+// Compile compiles the overlay script src, whose file name (used in positions) is name.
+// It checks the syntax, resolves every name, loads the modules the script loads (each once,
+// frozen), runs the top level once and checks that it defines overlay(pod) or
+// overlay(pod, ctx). It returns an *Error.
+func Compile(name string, src []byte, opts *Options) (*Overlay, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	o := &Overlay{name: name, opts: *opts,
+		modules: make(map[string]starlark.StringDict), loads: make(map[loadKey]string)}
+	prog, err := compileProgram(name, src)
+	if err != nil {
+		return nil, &Error{Overlay: name, Err: err}
+	}
+	o.prog = prog
+	l := &linker{overlay: o, loading: []string{name}}
+	if err := l.loadAll(prog, name); err != nil {
+		return nil, err
+	}
+
+	// Run the top level once to find the overlay function; each apply runs it again on a
+	// fresh thread, so nothing one apply does is seen by the next.
+	thread, stop := o.newThread(context.Background())
+	globals, err := prog.Init(thread, predeclared)
+	lim := stop()
+	if err != nil {
+		return nil, o.evalError(err, thread, lim)
+	}
+	fn, ok := globals["overlay"]
+	if !ok {
+		return nil, o.noOverlay(globals)
+	}
+	f, ok := fn.(*starlark.Function)
+	if !ok {
+		return nil, &Error{Overlay: name, Err: fmt.Errorf("overlay is a %s, want a function overlay(pod) or overlay(pod, ctx)", fn.Type())}
+	}
+	n := f.NumParams()
+	if f.HasVarargs() || f.HasKwargs() || f.NumKwonlyParams() > 0 || n < 1 || n > 2 {
+		return nil, &Error{Overlay: name, Pos: f.Position(),
+			Err: fmt.Errorf("overlay has parameters (%s), want (pod) or (pod, ctx)", params(f))}
+	}
+	o.takes = n
+	o.pos = f.Position()
+	return o, nil
+}
+
+// compileProgram parses and resolves one file of the overlay dialect.
+func compileProgram(name string, src []byte) (*starlark.Program, error) {
+	_, prog, err := starlark.SourceProgramOptions(fileOptions, name, src, predeclared.Has)
+	if err != nil {
+		var list resolve.ErrorList
+		if errors.As(err, &list) {
+			return nil, resolveErrors(list)
+		}
+		return nil, err
+	}
+	return prog, nil
+}
+
+// resolveErrors reports every resolve error, one a line, each with its position.
+type resolveErrors resolve.ErrorList
+
+func (e resolveErrors) Error() string {
+	var b strings.Builder
+	for i, err := range e {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+// params formats the parameter list of f.
+func params(f *starlark.Function) string {
+	var names []string
+	for i := 0; i < f.NumParams(); i++ {
+		p, _ := f.Param(i)
+		switch {
+		case f.HasVarargs() && i == f.NumParams()-f.NumKwonlyParams()-1-boolInt(f.HasKwargs()):
+			p = "*" + p
+		case f.HasKwargs() && i == f.NumParams()-1:
+			p = "**" + p
+		}
+		names = append(names, p)
+	}
+	return strings.Join(names, ", ")
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// noOverlay reports a script without an overlay function, suggesting a near name.
+func (o *Overlay) noOverlay(globals starlark.StringDict) error {
+	names := globals.Keys() // sorted
+	e := &Error{Overlay: o.name}
+	if near := spell.Nearest("overlay", names); near != "" {
+		if f, ok := globals[near].(*starlark.Function); ok {
+			e.Pos = f.Position()
+		}
+		e.Err = fmt.Errorf("no top-level function named overlay; did you mean %q?", near)
+	} else {
+		e.Err = errors.New("no top-level function named overlay; define def overlay(pod): or def overlay(pod, ctx):")
+	}
+	return e
+}
+
+// newThread returns a thread for one apply (or one module load) bounded by the step and time
+// limits and by ctx. The returned stop function must be called when the thread is done; it
+// reports which limit, if any, cancelled the thread.
+func (o *Overlay) newThread(ctx context.Context) (*starlark.Thread, func() *LimitError) {
+	thread := &starlark.Thread{Name: o.name, Load: o.load}
+	if p := o.opts.Print; p != nil {
+		thread.Print = func(t *starlark.Thread, msg string) { p(t.CallFrame(1).Pos, msg) }
+	} else {
+		thread.Print = func(*starlark.Thread, string) {}
+	}
+	maxSteps := o.opts.maxSteps()
+	thread.SetMaxExecutionSteps(maxSteps)
+
+	var hit atomic.Pointer[LimitError]
+	timeout := o.opts.timeout()
+	timer := time.AfterFunc(timeout, func() {
+		hit.CompareAndSwap(nil, &LimitError{Limit: "time", Value: timeout.String()})
+		thread.Cancel("time limit exceeded")
+	})
+	stopCtx := context.AfterFunc(ctx, func() { thread.Cancel(ctx.Err().Error()) })
+	return thread, func() *LimitError {
+		timer.Stop()
+		stopCtx()
+		if lim := hit.Load(); lim != nil {
+			return lim
+		}
+		if thread.ExecutionSteps() >= maxSteps {
+			return &LimitError{Limit: "steps", Value: fmt.Sprint(maxSteps)}
+		}
+		return nil
+	}
+}
+
+// load serves a load statement during an apply from the modules loaded at compile time.
+func (o *Overlay) load(thread *starlark.Thread, module string) (starlark.StringDict, error) {
+	from := thread.CallFrame(0).Pos.Filename()
+	if g, ok := o.modules[o.loads[loadKey{from, module}]]; ok {
+		return g, nil
+	}
+	// Compile loaded every module the script names, or failed.
+	return nil, fmt.Errorf("cannot load %s: it was not loaded when the overlay was compiled", module)
+}
+
+// Apply runs the overlay on pod and returns the resulting pod; pod itself is not changed.
+// env is what the script sees as ctx (nil gives empty values). It returns an *Error.
+func (o *Overlay) Apply(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1.Pod, error) {
+	in, err := convert.ToStarlark(pod)
+	if err != nil {
+		return nil, &Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %w", err)}
+	}
+	out, err := o.applyValue(ctx, in, env)
+	if err != nil {
+		return nil, err
+	}
+	return o.decode(out)
+}
+
+// applyValue runs the script on the Starlark value of a pod and returns the value of the new pod.
+func (o *Overlay) applyValue(ctx context.Context, pod starlark.Value, env *Env) (starlark.Value, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Overlay: o.name, Err: err}
+	}
+	thread, stop := o.newThread(ctx)
+	globals, err := o.prog.Init(thread, predeclared)
+	if err != nil {
+		return nil, o.evalError(err, thread, stop())
+	}
+	fn := globals["overlay"].(*starlark.Function) // checked by Compile; the top level is deterministic
+	args := starlark.Tuple{pod}
+	if o.takes == 2 {
+		args = append(args, env.value())
+	}
+	res, err := starlark.Call(thread, fn, args, nil)
+	lim := stop()
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && lim == nil {
+			err = fmt.Errorf("%w: %v", cerr, err)
+		}
+		return nil, o.evalError(err, thread, lim)
+	}
+	switch res := res.(type) {
+	case starlark.NoneType:
+		return pod, nil
+	case *starlark.Dict:
+		return res, nil
+	default:
+		return nil, &Error{Overlay: o.name, Pos: fn.Position(),
+			Err: fmt.Errorf("overlay returned %s, want dict or None", res.Type())}
+	}
+}
+
+// decode turns the value an overlay returned into a pod, strictly.
+func (o *Overlay) decode(v starlark.Value) (*corev1.Pod, error) {
+	pod := new(corev1.Pod)
+	errs, err := convert.Decode(v, pod, nil, &convert.Options{MaxBytes: o.opts.maxResultBytes()})
+	if err != nil {
+		var size *convert.SizeError
+		if errors.As(err, &size) {
+			return nil, &Error{Overlay: o.name, Pos: o.pos,
+				Err: &LimitError{Limit: "result size", Value: fmt.Sprintf("%d bytes", size.Limit), Path: size.Path.String()}}
+		}
+		return nil, &Error{Overlay: o.name, Pos: o.pos, Err: err}
+	}
+	if len(errs) > 0 {
+		return nil, &Error{Overlay: o.name, Pos: o.pos, Fields: errs}
+	}
+	return pod, nil
+}
+
+// evalError wraps an error of Starlark execution.
+func (o *Overlay) evalError(err error, thread *starlark.Thread, lim *LimitError) error {
+	e := &Error{Overlay: o.name, Err: err}
+	var eval *starlark.EvalError
+	if errors.As(err, &eval) {
+		e.Backtrace = eval.Backtrace()
+		e.Pos = innermost(eval.CallStack)
+		e.Err = errors.New(eval.Msg)
+		if cause := eval.Unwrap(); cause != nil {
+			e.Err = cause
+		}
+	}
+	if lim != nil {
+		lim.Err = e.Err
+		e.Err = lim
+	}
+	return e
+}
+
+// innermost returns the position of the innermost Starlark (not built-in) frame of stack.
+func innermost(stack starlark.CallStack) syntax.Position {
+	for i := len(stack) - 1; i >= 0; i-- {
+		if pos := stack[i].Pos; pos.IsValid() && pos.Filename() != "<builtin>" {
+			return pos
+		}
+	}
+	return syntax.Position{}
+}
+
+// A Chain applies several overlays in order, each to the pod the one before returned.
+type Chain []*Overlay
+
+// Apply applies every overlay of c in order to pod; an error is the *Error of the first overlay
+// that failed, which names it.
+func (c Chain) Apply(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1.Pod, error) {
+	if len(c) == 0 {
+		return pod.DeepCopy(), nil
+	}
+	for _, o := range c {
+		var err error
+		if pod, err = o.Apply(ctx, pod, env); err != nil {
+			return nil, err
+		}
+	}
+	return pod, nil
+}
