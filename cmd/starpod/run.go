@@ -1,0 +1,149 @@
+package main
+
+// This file defines "starpod run": an app spec in, a Volcano Job out.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/scheduler"
+)
+
+func init() { commands = append(commands, newRunCmd) }
+
+type runFlags struct {
+	overlayFlags
+	scheduler  string
+	cfg        []string
+	dryRun     string
+	wait       bool
+	kubeconfig string
+	context    string
+	output     string
+	appID      string
+}
+
+func newRunCmd(a *app) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run [-s kubernetes] [--cfg KEY=VALUE,...] [--overlay-script FILE]... [--dry-run] APP.yaml",
+		Short: "Run an app of roles as a Volcano Job",
+		Long: `Run loads the app spec APP.yaml, builds one pod per replica of each role, applies the
+app's overlays, then each role's, then the --overlay-script files, sets starpod's
+bookkeeping labels (which overlays cannot change), and makes one Volcano Job of them.
+
+With --dry-run (or --dry-run=client) it prints the Job (sorted keys, no nulls) and never
+contacts a cluster; --dry-run=server has the API server check it instead; without
+--dry-run it submits the Job.
+
+Every problem of the spec, of any overlay on any replica, and of any generated name is
+reported, one a line with its file and field path, and nothing is printed or submitted.
+The --cfg keys are listed by "starpod runopts kubernetes".`,
+		Example: `  starpod run --dry-run --app-id demo examples/llama-ft/app.yaml
+  starpod run --cfg queue=gpu,namespace=ml --overlay-script spot.star --overlay-arg zone=b app.yaml`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd.Context(), a, f, args[0])
+		},
+	}
+	fs := cmd.Flags()
+	f.register(fs, true)
+	fs.StringVarP(&f.scheduler, "scheduler", "s", "kubernetes", "`SCHEDULER` to run on (only kubernetes)")
+	fs.StringArrayVar(&f.cfg, "cfg", nil, "run options `KEY=VALUE,...` (repeatable; see starpod runopts kubernetes)")
+	fs.StringVar(&f.dryRun, "dry-run", "none", "`MODE`: client prints the job without contacting a cluster, server has the API server check it")
+	fs.Lookup("dry-run").NoOptDefVal = "client"
+	fs.BoolVar(&f.wait, "wait", false, "wait for the job to finish")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` (default: $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&f.context, "context", "", "kubeconfig `CONTEXT` to use")
+	fs.StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
+	fs.StringVar(&f.appID, "app-id", "", "`ID` to use as the job's name instead of a generated one (for reproducible output)")
+	return cmd
+}
+
+func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if f.scheduler != scheduler.SchedulerKubernetes {
+		return usagef("--scheduler: got %q, want kubernetes", f.scheduler)
+	}
+	if f.output != "yaml" && f.output != "json" {
+		return usagef("--output: got %q, want yaml or json", f.output)
+	}
+	switch f.dryRun {
+	case "none", "client", "server":
+	default:
+		return usagef("--dry-run: got %q, want client or server", f.dryRun)
+	}
+	if f.wait && f.dryRun != "none" {
+		return usagef("--wait: a dry run has nothing to wait for")
+	}
+	cfg, err := scheduler.ParseConfig(f.cfg)
+	if err != nil {
+		return usagef("--cfg: %v", err)
+	}
+	args, err := f.overlayArgs()
+	if err != nil {
+		return err
+	}
+	// Check the limit flags; the loader is set per overlay by Build.
+	eopts, err := f.options(a, spec)
+	if err != nil {
+		return err
+	}
+	eopts.Loader = nil
+
+	app, err := scheduler.LoadApp(spec)
+	if err != nil {
+		return printErrors(a, err)
+	}
+	job, err := scheduler.Build(ctx, app, cfg, scheduler.BuildOptions{
+		AppID:       f.appID,
+		Overlays:    f.scripts,
+		OverlayArgs: args,
+		Engine:      *eopts,
+		OverlayRoot: f.root,
+	})
+	if err != nil {
+		return printErrors(a, err)
+	}
+
+	if f.dryRun == "client" {
+		out, err := scheduler.Marshal(job, f.output)
+		if err != nil {
+			return err
+		}
+		_, err = a.stdout.Write(out)
+		return err
+	}
+	return submitJob(ctx, a, job, submitOptions{
+		Kubeconfig:   f.kubeconfig,
+		Context:      f.context,
+		DryRunServer: f.dryRun == "server",
+		Wait:         f.wait,
+		Output:       f.output,
+	})
+}
+
+// printErrors prints every problem of a failed load or build on standard error, one a line,
+// with the Starlark backtrace after an overlay's runtime error, and returns exit code 1.
+func printErrors(a *app, err error) error {
+	errs := []error{err}
+	var build *scheduler.BuildError
+	if errors.As(err, &build) {
+		errs = build.Errs
+	}
+	for _, err := range errs {
+		fmt.Fprintln(a.stderr, err)
+		var e *engine.Error
+		if errors.As(err, &e) && e.Backtrace != "" {
+			fmt.Fprintln(a.stderr, strings.TrimRight(e.Backtrace, "\n"))
+		}
+	}
+	return &exitCodeError{exitError}
+}

@@ -1,0 +1,255 @@
+package scheduler
+
+// This file defines the strict decoder that turns a YAML node tree into the spec types,
+// collecting every problem with its field path and position.
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/starpod/starpod/internal/spell"
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// decoder decodes YAML nodes into Go values strictly: unknown keys, duplicate keys and
+// values of the wrong type are errors. It records the position of every value it decodes,
+// so that later validation can report line:col for a field path.
+type decoder struct {
+	errs FieldErrors
+	pos  map[string]Position // field path → position of its value
+}
+
+// errorf records an error at the position of node.
+func (d *decoder) add(node *yaml.Node, err *field.Error) {
+	d.errs = append(d.errs, &FieldError{Pos: nodePos(node), Err: err})
+}
+
+func nodePos(node *yaml.Node) Position {
+	if node == nil {
+		return Position{}
+	}
+	return Position{Line: node.Line, Col: node.Column}
+}
+
+var envVarsType = reflect.TypeFor[[]EnvVar]()
+
+// decode decodes node into the value v points to, rooted at path.
+// A null node leaves v unchanged.
+func (d *decoder) decode(node *yaml.Node, v reflect.Value, path *field.Path) {
+	if node.Kind == yaml.AliasNode {
+		node = node.Alias
+	}
+	d.pos[path.String()] = nodePos(node)
+	if node.Kind == yaml.ScalarNode && node.Tag == "!!null" {
+		return
+	}
+	if v.Type() == envVarsType {
+		d.decodeEnv(node, v, path)
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		d.decode(node, p.Elem(), path)
+		v.Set(p)
+	case reflect.Struct:
+		d.decodeStruct(node, v, path)
+	case reflect.Slice:
+		if node.Kind != yaml.SequenceNode {
+			d.add(node, field.TypeInvalid(path, nil, fmt.Sprintf("got %s, want list", kindName(node))))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(node.Content), len(node.Content))
+		for i, item := range node.Content {
+			d.decode(item, s.Index(i), path.Index(i))
+		}
+		v.Set(s)
+	case reflect.Map:
+		if node.Kind != yaml.MappingNode {
+			d.add(node, field.TypeInvalid(path, nil, fmt.Sprintf("got %s, want mapping", kindName(node))))
+			return
+		}
+		m := reflect.MakeMapWithSize(v.Type(), len(node.Content)/2)
+		d.eachKey(node, path, func(key string, val *yaml.Node) {
+			elem := reflect.New(v.Type().Elem()).Elem()
+			d.decode(val, elem, path.Key(key))
+			m.SetMapIndex(reflect.ValueOf(key), elem)
+		})
+		v.Set(m)
+	case reflect.String:
+		if s, ok := d.scalar(node, path, "!!str", "string"); ok {
+			v.SetString(s)
+		}
+	case reflect.Bool:
+		if s, ok := d.scalar(node, path, "!!bool", "bool"); ok {
+			var b bool
+			if err := node.Decode(&b); err != nil {
+				d.add(node, field.Invalid(path, s, "not a valid bool"))
+				return
+			}
+			v.SetBool(b)
+		}
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		if s, ok := d.scalar(node, path, "!!int", "int"); ok {
+			var i int64
+			if err := node.Decode(&i); err != nil || v.OverflowInt(i) {
+				d.add(node, field.Invalid(path, s, "integer out of range"))
+				return
+			}
+			v.SetInt(i)
+		}
+	case reflect.Float64:
+		if node.Kind == yaml.ScalarNode && node.Tag == "!!int" {
+			var i int64
+			if err := node.Decode(&i); err != nil {
+				d.add(node, field.Invalid(path, node.Value, "integer out of range"))
+				return
+			}
+			v.SetFloat(float64(i))
+			return
+		}
+		if s, ok := d.scalar(node, path, "!!float", "number"); ok {
+			f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				d.add(node, field.Invalid(path, s, "got a number that is not finite, want a finite number"))
+				return
+			}
+			v.SetFloat(f)
+		}
+	default:
+		panic(fmt.Sprintf("scheduler: cannot decode into %s", v.Type()))
+	}
+}
+
+// scalar checks that node is a scalar with the given tag and returns its text.
+func (d *decoder) scalar(node *yaml.Node, path *field.Path, tag, want string) (string, bool) {
+	if node.Kind != yaml.ScalarNode || node.Tag != tag {
+		detail := fmt.Sprintf("got %s, want %s", kindName(node), want)
+		if want == "string" && node.Kind == yaml.ScalarNode {
+			detail += " (quote the value)"
+		}
+		d.add(node, field.TypeInvalid(path, nil, detail))
+		return "", false
+	}
+	return node.Value, true
+}
+
+// eachKey calls f for each key of the mapping node, reporting non-string and duplicate keys.
+func (d *decoder) eachKey(node *yaml.Node, path *field.Path, f func(key string, val *yaml.Node)) {
+	seen := make(map[string]bool)
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		k, val := node.Content[i], node.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
+			d.add(k, field.TypeInvalid(path, nil, fmt.Sprintf("got %s key, want string", kindName(k))))
+			continue
+		}
+		if seen[k.Value] {
+			d.add(k, field.Duplicate(path.Key(k.Value), k.Value))
+			continue
+		}
+		seen[k.Value] = true
+		f(k.Value, val)
+	}
+}
+
+// decodeStruct decodes a mapping into a struct whose fields carry yaml tags.
+func (d *decoder) decodeStruct(node *yaml.Node, v reflect.Value, path *field.Path) {
+	if node.Kind != yaml.MappingNode {
+		d.add(node, field.TypeInvalid(path, nil, fmt.Sprintf("got %s, want mapping", kindName(node))))
+		return
+	}
+	t := v.Type()
+	fields := make(map[string]int)
+	var names []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		fields[name] = i
+		names = append(names, name)
+	}
+	d.eachKey(node, path, func(key string, val *yaml.Node) {
+		i, ok := fields[key]
+		if !ok {
+			d.add(node.Content[indexOfKey(node, key)], unknownField(path, key, names))
+			return
+		}
+		var child *field.Path
+		if path == nil {
+			child = field.NewPath(key)
+		} else {
+			child = path.Child(key)
+		}
+		d.decode(val, v.Field(i), child)
+	})
+}
+
+// unknownField returns the error for an unknown key, with a did-you-mean hint.
+func unknownField(path *field.Path, key string, names []string) *field.Error {
+	var p *field.Path
+	if path == nil {
+		p = field.NewPath(key)
+	} else {
+		p = path.Child(key)
+	}
+	detail := "unknown field"
+	if near := spell.Nearest(key, names); near != "" {
+		detail += fmt.Sprintf("; did you mean %q?", near)
+	}
+	return field.Forbidden(p, detail)
+}
+
+func indexOfKey(node *yaml.Node, key string) int {
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		if node.Content[i].Value == key {
+			return i
+		}
+	}
+	return 0
+}
+
+// decodeEnv decodes a mapping of names to strings into []EnvVar, keeping the order.
+func (d *decoder) decodeEnv(node *yaml.Node, v reflect.Value, path *field.Path) {
+	if node.Kind != yaml.MappingNode {
+		d.add(node, field.TypeInvalid(path, nil, fmt.Sprintf("got %s, want mapping", kindName(node))))
+		return
+	}
+	var env []EnvVar
+	d.eachKey(node, path, func(key string, val *yaml.Node) {
+		d.pos[path.Key(key).String()] = nodePos(val)
+		if s, ok := d.scalar(val, path.Key(key), "!!str", "string"); ok {
+			env = append(env, EnvVar{Name: key, Value: s})
+		}
+	})
+	v.Set(reflect.ValueOf(env))
+}
+
+// kindName describes a node for "got X, want Y" messages.
+func kindName(node *yaml.Node) string {
+	switch node.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.ScalarNode:
+		switch node.Tag {
+		case "!!str":
+			return "string"
+		case "!!int":
+			return "int"
+		case "!!float":
+			return "float"
+		case "!!bool":
+			return "bool"
+		case "!!null":
+			return "null"
+		}
+		return "scalar " + node.Tag
+	}
+	return "alias"
+}

@@ -1,0 +1,43 @@
+// Package scheduler turns apps of roles into Volcano Jobs, with the semantics of TorchX's
+// Kubernetes scheduler and starpod's overlays.
+//
+// An app spec is a YAML file (see [App], [Role], [Resource], [Mount]); to read one, use
+// [LoadApp] or [ParseApp]. They decode strictly — unknown keys (with a did-you-mean hint),
+// duplicate keys and values of the wrong type are errors — validate the result, and report
+// every problem at once as a *[SpecError], one line each:
+//
+//	app.yaml:12:15: roles[0].resource.mem_mb: must be > 0
+//
+// To turn an app into a Volcano Job (volcano.sh/apis batch/v1alpha1), use [Build] with a
+// [Config] (the run options, listed with their defaults in [ConfigOptions]; parse --cfg
+// settings with [ParseConfig]) and [BuildOptions]. For each role and replica, Build
+//
+//  1. builds the replica's pod from the role: one container named after the task
+//     (<role>-<replica>), command [entrypoint] + args, env ("[FIELD_PATH]x" becomes a
+//     fieldRef), CPU, memory, GPU and device requests and limits, the instance-type node
+//     selector, a memory-backed /dev/shm, the mounts, the ports, restartPolicy Never, and
+//     the macros ${app_id}, ${replica_id}, ${num_replicas} and ${rank0_env} substituted in
+//     args, env and metadata;
+//  2. applies the app's overlays, then the role's, then BuildOptions.Overlays, each compiled
+//     once, with ctx = {app_id, role, replica_id, num_replicas, scheduler: "kubernetes",
+//     args};
+//  3. sets the bookkeeping labels (app.kubernetes.io/{name,instance,managed-by} and
+//     starpod.dev/{app-name,role-name,role-index,replica-id}). They are set after the
+//     overlays, so an overlay cannot change or remove them: whatever it writes there is
+//     replaced;
+//  4. checks the pod's names and references.
+//
+// Each replica is one task of one pod, so that elastic roles (min_replicas) and per-replica
+// retries (retry_policy REPLICA) can be expressed. The job's name is the app id; every
+// generated name is checked against Kubernetes' length and character rules. Build reports
+// every problem of every role and replica as one *[BuildError].
+//
+// To print a job as a user would write it (sorted keys, no nulls), use [Marshal]. To read
+// the app back from a job in the cluster, use [AppFromJob].
+//
+// Differences from TorchX, on purpose: ${rank0_env} is a $(NAME) reference that works without
+// a shell; retry_policy ROLE is rejected instead of failing with a KeyError; CPU millicores
+// are rounded, not truncated; unknown capabilities are rejected instead of ignored; role
+// names must be DNS labels instead of being silently rewritten; the scheduler name is a run
+// option.
+package scheduler

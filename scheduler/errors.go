@@ -1,0 +1,129 @@
+package scheduler
+
+// This file defines the error types of the package.
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// A Position is a line and column in an app spec file, counting from 1. The zero Position
+// means unknown.
+type Position struct {
+	Line, Col int
+}
+
+// A FieldError is one problem in an app spec: a Kubernetes field error (whose Field is the
+// path, such as roles[0].resource.mem_mb) and where in the file the offending value is.
+type FieldError struct {
+	Pos Position
+	Err *field.Error
+}
+
+// FieldErrors is a list of field errors.
+type FieldErrors []*FieldError
+
+// A SpecError reports every problem found in an app spec, each with its field path and, when
+// known, its line and column. Error prints one problem a line:
+//
+//	app.yaml:7:13: roles[0].resource.mem_mb: must be > 0
+type SpecError struct {
+	File   string // the spec's file name as given
+	Errors FieldErrors
+}
+
+func (e *SpecError) Error() string {
+	var b strings.Builder
+	for i, fe := range e.Errors {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(formatFieldError(e.File, fe))
+	}
+	return b.String()
+}
+
+// FieldErrorList returns the problems as a field.ErrorList.
+func (e *SpecError) FieldErrorList() field.ErrorList {
+	list := make(field.ErrorList, len(e.Errors))
+	for i, fe := range e.Errors {
+		list[i] = fe.Err
+	}
+	return list
+}
+
+// formatFieldError prints file:line:col: path: detail.
+func formatFieldError(file string, fe *FieldError) string {
+	var b strings.Builder
+	b.WriteString(file)
+	if fe.Pos.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", fe.Pos.Line, fe.Pos.Col)
+	}
+	b.WriteString(": ")
+	if fe.Err.Field != "" && fe.Err.Field != "<nil>" {
+		b.WriteString(fe.Err.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(describe(fe.Err))
+	return b.String()
+}
+
+// describe returns the message of a field error without its path, in this package's wording.
+func describe(err *field.Error) string {
+	switch err.Type {
+	case field.ErrorTypeRequired:
+		if err.Detail != "" {
+			return "required: " + err.Detail
+		}
+		return "required"
+	case field.ErrorTypeDuplicate:
+		return fmt.Sprintf("duplicate key %q", err.BadValue)
+	case field.ErrorTypeNotSupported:
+		return err.ErrorBody()
+	case field.ErrorTypeInvalid:
+		if s, ok := err.BadValue.(string); ok && s != "" {
+			return fmt.Sprintf("got %q, %s", s, err.Detail)
+		}
+		return err.Detail
+	}
+	return err.Detail
+}
+
+// A BuildError lists every problem Build found, in the order of roles and replicas. Each
+// error names its role and replica; errors from overlays are *engine.Error values.
+type BuildError struct {
+	Errs []error
+}
+
+func (e *BuildError) Error() string {
+	var b strings.Builder
+	for i, err := range e.Errs {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the errors, so that errors.As finds an *engine.Error among them.
+func (e *BuildError) Unwrap() []error { return e.Errs }
+
+// A ReplicaError is a problem with one replica's pod: an overlay failed on it, or the pod it
+// produced is not valid.
+type ReplicaError struct {
+	Role      string
+	ReplicaID int
+	Err       error
+}
+
+func (e *ReplicaError) Error() string {
+	if fe, ok := e.Err.(*field.Error); ok {
+		return fmt.Sprintf("role %s replica %d: pod: %s: %s", e.Role, e.ReplicaID, fe.Field, describe(fe))
+	}
+	return fmt.Sprintf("role %s replica %d: %v", e.Role, e.ReplicaID, e.Err)
+}
+
+func (e *ReplicaError) Unwrap() error { return e.Err }

@@ -1,0 +1,476 @@
+package scheduler
+
+// This file builds the Volcano Job of an app: names, overlays, bookkeeping labels, tasks.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/starpod/starpod/engine"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	busv1alpha1 "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+)
+
+// The labels that identify a job and its pods. Build sets them after the overlays have run,
+// so that no overlay can change them.
+const (
+	LabelName      = "app.kubernetes.io/name"       // the normalised app name
+	LabelInstance  = "app.kubernetes.io/instance"   // the app id (the job's name)
+	LabelManagedBy = "app.kubernetes.io/managed-by" // ManagedBy
+	LabelAppName   = "starpod.dev/app-name"         // the normalised app name
+	LabelRoleName  = "starpod.dev/role-name"        // pods only
+	LabelRoleIndex = "starpod.dev/role-index"       // pods only: the role's index in the spec
+	LabelReplicaID = "starpod.dev/replica-id"       // pods only: the replica's index in its role
+
+	// ManagedBy is the value of LabelManagedBy.
+	ManagedBy = "starpod"
+
+	// AnnotationAppSpec holds the app spec as JSON on the job, so that the app can be read back
+	// from the cluster with AppFromJob.
+	AnnotationAppSpec = "starpod.dev/app-spec"
+
+	// SchedulerKubernetes is the value of ctx.scheduler in overlays.
+	SchedulerKubernetes = "kubernetes"
+)
+
+// BuildOptions configures Build. The zero value builds with a random app id, the app's own
+// overlays only and the engine's default limits.
+type BuildOptions struct {
+	// AppID is the job's name. Empty means the normalised app name and a random suffix.
+	AppID string
+	// Overlays are overlay script files applied after the app's and the roles' overlays, in
+	// order (the CLI's --overlay-script). Relative paths are relative to the working directory.
+	Overlays []string
+	// OverlayArgs is ctx.args in every overlay.
+	OverlayArgs map[string]string
+	// Engine configures the compilation of every overlay. If its Loader is nil, load()
+	// reads modules from OverlayRoot, or from the directory of the loading overlay if
+	// OverlayRoot is empty (see engine.DirLoader).
+	Engine      engine.Options
+	OverlayRoot string
+	// Rand is the source of the random app id suffix; nil means crypto/rand.
+	Rand io.Reader
+}
+
+// Build returns the Volcano Job that runs app. For each role and replica it builds the pod
+// (role → pod with TorchX's semantics), applies the app's overlays, then the role's, then
+// opts.Overlays, with ctx describing that replica, and then sets the bookkeeping labels.
+// Each overlay file is compiled once. Every generated name is checked against Kubernetes'
+// rules.
+//
+// Build reports every problem it finds, not just the first: it returns a *BuildError whose
+// errors are *SpecError values (overlay files that cannot be read), *engine.Error values
+// (overlays that do not compile) and *ReplicaError values (an overlay failed on a replica, or
+// made its pod invalid). Nothing is returned with an error.
+func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbatch.Job, error) {
+	var errs []error
+	for _, err := range cfg.validate() {
+		errs = append(errs, err)
+	}
+	appName := labelValue(normalize(app.Name))
+	jobName, err := jobName(app, opts)
+	if err != nil {
+		errs = append(errs, err)
+	}
+
+	chains, err := compileOverlays(app, opts)
+	if err != nil {
+		errs = append(errs, err.(*BuildError).Errs...)
+	}
+	if len(errs) > 0 {
+		return nil, &BuildError{Errs: errs}
+	}
+
+	spec, err := json.Marshal(app)
+	if err != nil {
+		return nil, err
+	}
+	job := &vcbatch.Job{
+		TypeMeta: metav1.TypeMeta{APIVersion: vcbatch.SchemeGroupVersion.String(), Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      jobName,
+			Namespace: cfg.Namespace,
+			Labels: map[string]string{
+				LabelName:      appName,
+				LabelInstance:  jobName,
+				LabelManagedBy: ManagedBy,
+				LabelAppName:   appName,
+			},
+			Annotations: map[string]string{AnnotationAppSpec: string(spec)},
+		},
+		Spec: vcbatch.JobSpec{
+			SchedulerName:     cfg.SchedulerName,
+			Queue:             cfg.Queue,
+			PriorityClassName: cfg.PriorityClass,
+			Plugins: map[string][]string{
+				// Replicas must find each other before they are ready.
+				"svc": {"--publish-not-ready-addresses"},
+				"env": {},
+			},
+		},
+	}
+
+	firstTask := taskName(app.Roles[0].Name, 0)
+	for ri := range app.Roles {
+		r := &app.Roles[ri]
+		n := r.Replicas()
+		for id := range n {
+			name := taskName(r.Name, id)
+			rank0 := ri == 0 && id == 0
+			m := macroValues{
+				"app_id":       jobName,
+				"replica_id":   strconv.Itoa(id),
+				"num_replicas": strconv.Itoa(n),
+				"rank0_env":    "$(" + rank0Env(firstTask, rank0) + ")",
+			}
+			pod := rolePod(r, name, m, &cfg, rank0)
+			if chain := chains[ri]; len(chain) > 0 {
+				env := &engine.Env{
+					AppID:       jobName,
+					Role:        r.Name,
+					ReplicaID:   id,
+					NumReplicas: n,
+					Scheduler:   SchedulerKubernetes,
+					Args:        opts.OverlayArgs,
+				}
+				out, err := chain.Apply(ctx, pod, env)
+				if err != nil {
+					errs = append(errs, &ReplicaError{Role: r.Name, ReplicaID: id, Err: err})
+					continue
+				}
+				pod = out
+			}
+			setPodLabels(pod, map[string]string{
+				LabelName:      appName,
+				LabelInstance:  jobName,
+				LabelManagedBy: ManagedBy,
+				LabelAppName:   appName,
+				LabelRoleName:  r.Name,
+				LabelRoleIndex: strconv.Itoa(ri),
+				LabelReplicaID: strconv.Itoa(id),
+			})
+			if verrs := validatePod(pod); len(verrs) > 0 {
+				for _, e := range verrs {
+					errs = append(errs, &ReplicaError{Role: r.Name, ReplicaID: id, Err: e})
+				}
+				continue
+			}
+			task := vcbatch.TaskSpec{
+				Name:     name,
+				Replicas: 1,
+				Template: corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec},
+			}
+			if r.MinReplicas != nil {
+				task.MinAvailable = ptr(int32(0))
+				if id < *r.MinReplicas {
+					task.MinAvailable = ptr(int32(1))
+				}
+			}
+			if r.MaxRetries > 0 {
+				task.MaxRetry = int32(r.MaxRetries)
+				task.Policies = retryPolicies(r.RetryPolicy)
+			}
+			job.Spec.Tasks = append(job.Spec.Tasks, task)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &BuildError{Errs: errs}
+	}
+
+	// The gang: every task that must run, that is all of them except the elastic ones
+	// above min_replicas.
+	for _, t := range job.Spec.Tasks {
+		if t.MinAvailable != nil {
+			job.Spec.MinAvailable += *t.MinAvailable
+		} else {
+			job.Spec.MinAvailable += t.Replicas
+		}
+	}
+	// The job restarts at most as often as the least patient role that restarts it.
+	for _, r := range app.Roles {
+		if r.MaxRetries > 0 && r.retryPolicy() == RetryApplication {
+			if job.Spec.MaxRetry == 0 || int32(r.MaxRetries) < job.Spec.MaxRetry {
+				job.Spec.MaxRetry = int32(r.MaxRetries)
+			}
+		}
+	}
+	return job, nil
+}
+
+func (r *Role) retryPolicy() RetryPolicy {
+	if r.RetryPolicy == "" {
+		return RetryApplication
+	}
+	return r.RetryPolicy
+}
+
+// retryPolicies returns a task's lifecycle policies: a failed or evicted pod restarts the
+// whole job (APPLICATION) or only its own task (REPLICA).
+func retryPolicies(p RetryPolicy) []vcbatch.LifecyclePolicy {
+	action := busv1alpha1.RestartJobAction
+	if p == RetryReplica {
+		action = busv1alpha1.RestartTaskAction
+	}
+	return []vcbatch.LifecyclePolicy{
+		{Event: busv1alpha1.PodEvictedEvent, Action: action},
+		{Event: busv1alpha1.PodFailedEvent, Action: action},
+	}
+}
+
+// setPodLabels sets the bookkeeping labels on pod, replacing whatever an overlay put there.
+func setPodLabels(pod *corev1.Pod, labels map[string]string) {
+	if pod.Labels == nil {
+		pod.Labels = make(map[string]string)
+	}
+	for k, v := range labels {
+		pod.Labels[k] = v
+	}
+}
+
+// taskName returns the name of the task of a replica: <role>-<replica>.
+func taskName(role string, id int) string { return role + "-" + strconv.Itoa(id) }
+
+// maxNameLen is the longest DNS label: pod names, which are also host names, must fit.
+const maxNameLen = 63
+
+// suffixLen is the length of the random suffix of a generated app id.
+const suffixLen = 8
+
+// jobName returns the app id: opts.AppID, checked, or the normalised app name (cut to fit)
+// with a random suffix. Volcano names each pod <job>-<task>-0 and uses it as the pod's host
+// name, which must be a DNS label of at most 63 characters; the svc plugin also names a
+// Service after the job, which must be a DNS-1035 label.
+func jobName(app *App, opts BuildOptions) (string, error) {
+	longest := ""
+	for _, r := range app.Roles {
+		if t := taskName(r.Name, r.Replicas()-1); len(t) > len(longest) {
+			longest = t
+		}
+	}
+	budget := maxNameLen - len("-"+longest+"-0")
+	if opts.AppID != "" {
+		if msgs := validation.IsDNS1035Label(opts.AppID); len(msgs) > 0 {
+			return "", fmt.Errorf("app id %q: %s", opts.AppID, msgs[0])
+		}
+		if len(opts.AppID) > budget {
+			return "", fmt.Errorf("app id %q: pod name %s-%s-0 is %d characters, want at most %d",
+				opts.AppID, opts.AppID, longest, len(opts.AppID)+maxNameLen-budget, maxNameLen)
+		}
+		return opts.AppID, nil
+	}
+	prefix := normalize(app.Name)
+	if n := budget - 1 - suffixLen; len(prefix) > n {
+		if n < 1 {
+			return "", fmt.Errorf("roles: task name %s leaves no room for a job name in a %d-character pod name",
+				longest, maxNameLen)
+		}
+		prefix = strings.TrimRight(prefix[:n], "-")
+	}
+	r := opts.Rand
+	if r == nil {
+		r = rand.Reader
+	}
+	suffix, err := randomSuffix(r)
+	if err != nil {
+		return "", fmt.Errorf("app id: %v", err)
+	}
+	return prefix + "-" + suffix, nil
+}
+
+func randomSuffix(r io.Reader) (string, error) {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, suffixLen)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return "", err
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b), nil
+}
+
+// normalize turns an app name into a DNS-1035 label prefix: lower case; '_', '.' and spaces
+// become '-'; other characters outside [a-z0-9-] are dropped; runs of '-' collapse; it starts
+// with a letter and does not end with '-'. The result may be empty.
+func normalize(name string) string {
+	var b strings.Builder
+	for _, c := range strings.ToLower(name) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+			b.WriteRune(c)
+		case c == '-' || c == '_' || c == '.' || c == ' ':
+			if s := b.String(); s != "" && !strings.HasSuffix(s, "-") {
+				b.WriteByte('-')
+			}
+		}
+	}
+	s := strings.TrimLeft(b.String(), "0123456789-")
+	return strings.TrimRight(s, "-")
+}
+
+// labelValue cuts a normalised name to the length of a label value.
+func labelValue(s string) string {
+	if len(s) > maxNameLen {
+		s = strings.TrimRight(s[:maxNameLen], "-")
+	}
+	return s
+}
+
+// compileOverlays reads and compiles every overlay file once and returns, for each role, the
+// chain of the app's overlays, the role's and opts.Overlays. It returns a *BuildError.
+func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, error) {
+	compiled := make(map[string]*engine.Overlay)
+	var errs []error
+	compile := func(file string, p *field.Path) *engine.Overlay {
+		file = filepath.Clean(file)
+		if o, ok := compiled[file]; ok {
+			return o
+		}
+		compiled[file] = nil
+		src, err := os.ReadFile(file)
+		if err != nil {
+			if p == nil {
+				errs = append(errs, err)
+			} else {
+				errs = append(errs, &SpecError{File: app.File, Errors: FieldErrors{{
+					Err: field.Invalid(p, nil, fmt.Sprintf("cannot read overlay: %v", err))}}})
+			}
+			return nil
+		}
+		eopts := opts.Engine
+		if eopts.Loader == nil {
+			root := opts.OverlayRoot
+			if root == "" {
+				root = filepath.Dir(file)
+			}
+			eopts.Loader = engine.DirLoader(root)
+		}
+		o, err := engine.Compile(file, src, &eopts)
+		if err != nil {
+			errs = append(errs, err)
+			return nil
+		}
+		compiled[file] = o
+		return o
+	}
+	var common engine.Chain
+	for i, f := range app.Overlays {
+		common = append(common, compile(filepath.Join(app.Dir, f), field.NewPath("overlays").Index(i)))
+	}
+	var cli engine.Chain
+	for _, f := range opts.Overlays {
+		cli = append(cli, compile(f, nil))
+	}
+	chains := make([]engine.Chain, len(app.Roles))
+	for ri, r := range app.Roles {
+		chain := append(engine.Chain{}, common...)
+		for i, f := range r.Overlays {
+			chain = append(chain, compile(filepath.Join(app.Dir, f),
+				field.NewPath("roles").Index(ri).Child("overlays").Index(i)))
+		}
+		chains[ri] = append(chain, cli...)
+	}
+	if len(errs) > 0 {
+		return nil, &BuildError{Errs: errs}
+	}
+	return chains, nil
+}
+
+// validatePod checks what the engine's schema check cannot: names, references between
+// fields, and the metadata that Volcano owns.
+func validatePod(pod *corev1.Pod) field.ErrorList {
+	var errs field.ErrorList
+	meta := field.NewPath("metadata")
+	if pod.Name != "" {
+		errs = append(errs, field.Forbidden(meta.Child("name"), "Volcano names the pods of a task; an overlay cannot"))
+	}
+	if pod.Namespace != "" {
+		errs = append(errs, field.Forbidden(meta.Child("namespace"), "pods run in the job's namespace (--cfg namespace)"))
+	}
+	for _, k := range sortedKeys(pod.Labels) {
+		for _, msg := range content.IsLabelKey(k) {
+			errs = append(errs, field.Invalid(meta.Child("labels").Key(k), k, msg))
+		}
+		for _, msg := range content.IsLabelValue(pod.Labels[k]) {
+			errs = append(errs, field.Invalid(meta.Child("labels").Key(k), pod.Labels[k], msg))
+		}
+	}
+	for _, k := range sortedKeys(pod.Annotations) {
+		for _, msg := range content.IsLabelKey(k) {
+			errs = append(errs, field.Invalid(meta.Child("annotations").Key(k), k, msg))
+		}
+	}
+	spec := field.NewPath("spec")
+	volumes := make(map[string]bool)
+	for i, v := range pod.Spec.Volumes {
+		p := spec.Child("volumes").Index(i).Child("name")
+		for _, msg := range content.IsDNS1123Label(v.Name) {
+			errs = append(errs, field.Invalid(p, v.Name, msg))
+		}
+		if volumes[v.Name] {
+			errs = append(errs, field.Duplicate(p, v.Name))
+		}
+		volumes[v.Name] = true
+	}
+	if len(pod.Spec.Containers) == 0 {
+		errs = append(errs, field.Required(spec.Child("containers"), "a pod needs a container"))
+	}
+	names := make(map[string]bool)
+	check := func(p *field.Path, c *corev1.Container) {
+		for _, msg := range content.IsDNS1123Label(c.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), c.Name, msg))
+		}
+		if names[c.Name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
+		}
+		names[c.Name] = true
+		if c.Image == "" {
+			errs = append(errs, field.Required(p.Child("image"), ""))
+		}
+		for i, vm := range c.VolumeMounts {
+			if !volumes[vm.Name] {
+				errs = append(errs, field.NotFound(p.Child("volumeMounts").Index(i).Child("name"), vm.Name))
+			}
+		}
+		for i, port := range c.Ports {
+			if port.Name == "" {
+				continue
+			}
+			for _, msg := range validation.IsValidPortName(port.Name) {
+				errs = append(errs, field.Invalid(p.Child("ports").Index(i).Child("name"), port.Name, msg))
+			}
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		check(spec.Child("initContainers").Index(i), &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		check(spec.Child("containers").Index(i), &pod.Spec.Containers[i])
+	}
+	return errs
+}
+
+// AppFromJob reads back the app spec that Build stored in the job's AnnotationAppSpec.
+func AppFromJob(job *vcbatch.Job) (*App, error) {
+	s, ok := job.Annotations[AnnotationAppSpec]
+	if !ok {
+		return nil, fmt.Errorf("job %s has no %s annotation; was it made by starpod?", job.Name, AnnotationAppSpec)
+	}
+	var app App
+	if err := json.Unmarshal([]byte(s), &app); err != nil {
+		return nil, fmt.Errorf("job %s: annotation %s: %v", job.Name, AnnotationAppSpec, err)
+	}
+	return &app, nil
+}

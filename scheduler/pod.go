@@ -1,0 +1,158 @@
+package scheduler
+
+// This file turns one replica of a role into a pod, with TorchX's semantics.
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	shmVolume = "dshm"
+	shmPath   = "/dev/shm"
+	gpuDevice = "nvidia.com/gpu"
+	// IstioInjectAnnotation is set to "false" on every pod: a sidecar would keep a finished
+	// replica's pod running.
+	IstioInjectAnnotation = "sidecar.istio.io/inject"
+)
+
+// rolePod returns the pod of one replica of a role, before overlays. name is the task's name,
+// which is also the container's.
+func rolePod(r *Role, name string, m macroValues, cfg *Config, rank0 bool) *corev1.Pod {
+	c := corev1.Container{
+		Name:      name,
+		Image:     r.Image,
+		Command:   append([]string{r.Entrypoint}, expandAll(m, r.Args)...),
+		Resources: resources(&r.Resource, cfg),
+	}
+	if rank0 {
+		c.Env = append(c.Env, corev1.EnvVar{Name: Rank0HostEnv, Value: "localhost"})
+	}
+	for _, e := range r.Env {
+		if path, ok := strings.CutPrefix(e.Value, FieldPathPrefix); ok {
+			c.Env = append(c.Env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: path},
+			}})
+			continue
+		}
+		c.Env = append(c.Env, corev1.EnvVar{Name: e.Name, Value: m.expand(e.Value)})
+	}
+	for _, port := range sortedKeys(r.PortMap) {
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: port, ContainerPort: int32(r.PortMap[port])})
+	}
+
+	spec := corev1.PodSpec{
+		RestartPolicy:      corev1.RestartPolicyNever,
+		ServiceAccountName: cfg.ServiceAccount,
+		PriorityClassName:  cfg.PriorityClass,
+		Volumes: []corev1.Volume{{
+			Name:         shmVolume,
+			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}},
+		}},
+	}
+	c.VolumeMounts = []corev1.VolumeMount{{Name: shmVolume, MountPath: shmPath}}
+	for i, mnt := range r.Mounts {
+		vol := corev1.Volume{Name: "mount-" + strconv.Itoa(i)}
+		vm := corev1.VolumeMount{Name: vol.Name, MountPath: mnt.Dst, ReadOnly: mnt.ReadOnly}
+		switch mnt.Type {
+		case MountBind:
+			vol.HostPath = &corev1.HostPathVolumeSource{Path: mnt.Src}
+		case MountVolume:
+			vol.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: mnt.Src, ReadOnly: mnt.ReadOnly}
+		case MountDevice:
+			vol.HostPath = &corev1.HostPathVolumeSource{Path: mnt.Src}
+			if vm.MountPath == "" {
+				vm.MountPath = mnt.Src
+			}
+			perm := mnt.Perm
+			if perm == "" {
+				perm = "rwm"
+			}
+			vm.ReadOnly = !strings.ContainsAny(perm, "wm")
+			c.SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+		}
+		spec.Volumes = append(spec.Volumes, vol)
+		c.VolumeMounts = append(c.VolumeMounts, vm)
+	}
+	if it, ok := r.Resource.Capabilities[InstanceTypeLabel]; ok {
+		spec.NodeSelector = map[string]string{InstanceTypeLabel: it}
+	}
+	spec.Containers = []corev1.Container{c}
+
+	meta := metav1.ObjectMeta{
+		Annotations: map[string]string{IstioInjectAnnotation: "false"},
+	}
+	if len(r.Metadata.Labels) > 0 {
+		meta.Labels = make(map[string]string)
+		for k, v := range r.Metadata.Labels {
+			meta.Labels[k] = m.expand(v)
+		}
+	}
+	for k, v := range r.Metadata.Annotations {
+		meta.Annotations[k] = m.expand(v)
+	}
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: meta,
+		Spec:       spec,
+	}
+}
+
+// resources returns the container's requests and limits: CPU limit cpu*1000 millicores and
+// request the limit minus reserved_millicpu; memory limit mem_mb M (10^6 bytes) and request
+// the limit minus reserved_memmb; both requests at least 0. GPUs go in both, other devices in
+// limits only. TorchX truncates cpu*1000; this rounds, so that 4.35 CPUs are 4350m, not 4349m.
+func resources(res *Resource, cfg *Config) corev1.ResourceRequirements {
+	mcpu := int64(math.Round(res.CPU * 1000))
+	limits := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(mcpu, resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewScaledQuantity(res.MemMB, resource.Mega),
+	}
+	requests := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(max(mcpu-cfg.ReservedMilliCPU, 0), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewScaledQuantity(max(res.MemMB-cfg.ReservedMemMB, 0), resource.Mega),
+	}
+	if res.GPU > 0 {
+		q := *resource.NewQuantity(int64(res.GPU), resource.DecimalSI)
+		limits[gpuDevice] = q
+		requests[gpuDevice] = q
+	}
+	for name, n := range res.Devices {
+		limits[corev1.ResourceName(name)] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+	}
+	if cfg.EFADeviceCount != nil {
+		if *cfg.EFADeviceCount == 0 {
+			delete(limits, EFADevice)
+		} else {
+			limits[EFADevice] = *resource.NewQuantity(*cfg.EFADeviceCount, resource.DecimalSI)
+		}
+	}
+	return corev1.ResourceRequirements{Limits: limits, Requests: requests}
+}
+
+// expandAll substitutes the macros in each of ss.
+func expandAll(m macroValues, ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = m.expand(s)
+	}
+	return out
+}
+
+// rank0Env returns the name of the variable that holds the host of replica 0 of the first
+// role, as seen from a replica: STARPOD_RANK0_HOST on that replica itself, else the variable
+// that Volcano's svc plugin sets for the task firstTask.
+func rank0Env(firstTask string, rank0 bool) string {
+	if rank0 {
+		return Rank0HostEnv
+	}
+	return fmt.Sprintf("VC_%s_HOSTS", strings.ToUpper(strings.ReplaceAll(firstTask, "-", "_")))
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,419 @@
+package scheduler
+
+// This file defines the app spec types and their loading and validation.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// An App is an application of one or more roles, as written in an app spec file. It mirrors
+// TorchX's AppDef.
+type App struct {
+	Name     string   `yaml:"name" json:"name"`
+	Overlays []string `yaml:"overlays" json:"overlays,omitempty"` // relative to Dir
+	Roles    []Role   `yaml:"roles" json:"roles"`
+
+	// Dir is the directory that relative overlay paths are resolved against: the directory
+	// of the spec file for LoadApp, the working directory for ParseApp.
+	Dir string `yaml:"-" json:"-"`
+	// File is the spec's file name as given to LoadApp or ParseApp; errors name it.
+	File string `yaml:"-" json:"-"`
+}
+
+// A Role is a set of identical replicas, each run as one pod. It mirrors TorchX's Role.
+type Role struct {
+	Name        string         `yaml:"name" json:"name"`
+	Image       string         `yaml:"image" json:"image"`
+	Entrypoint  string         `yaml:"entrypoint" json:"entrypoint"`
+	Args        []string       `yaml:"args" json:"args,omitempty"`
+	Env         []EnvVar       `yaml:"env" json:"env,omitempty"`
+	NumReplicas *int           `yaml:"num_replicas" json:"num_replicas,omitempty"` // nil means 1
+	MinReplicas *int           `yaml:"min_replicas" json:"min_replicas,omitempty"` // nil: not elastic
+	MaxRetries  int            `yaml:"max_retries" json:"max_retries,omitempty"`
+	RetryPolicy RetryPolicy    `yaml:"retry_policy" json:"retry_policy,omitempty"` // "" means APPLICATION
+	Resource    Resource       `yaml:"resource" json:"resource"`
+	PortMap     map[string]int `yaml:"port_map" json:"port_map,omitempty"`
+	Mounts      []Mount        `yaml:"mounts" json:"mounts,omitempty"`
+	Metadata    Metadata       `yaml:"metadata" json:"metadata,omitzero"`
+	Overlays    []string       `yaml:"overlays" json:"overlays,omitempty"` // relative to App.Dir
+}
+
+// Replicas returns the number of replicas of the role: NumReplicas, or 1 if it is not set.
+func (r *Role) Replicas() int {
+	if r.NumReplicas == nil {
+		return 1
+	}
+	return *r.NumReplicas
+}
+
+// An EnvVar is one entry of a role's env mapping. The spec's order is kept.
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// FieldPathPrefix marks an env value that is a reference to a field of the pod, such as
+// "[FIELD_PATH]status.podIP"; it becomes valueFrom.fieldRef.
+const FieldPathPrefix = "[FIELD_PATH]"
+
+// RetryPolicy says what is restarted when a replica fails.
+type RetryPolicy string
+
+// The retry policies. ROLE, which TorchX names but does not implement, is rejected: Volcano
+// can restart one task (a replica here) or the whole job, not a group of tasks.
+const (
+	RetryApplication RetryPolicy = "APPLICATION" // restart the whole job
+	RetryReplica     RetryPolicy = "REPLICA"     // restart only the failed replica
+	RetryRole        RetryPolicy = "ROLE"        // rejected
+)
+
+// A Resource is what each replica of a role needs. It mirrors TorchX's Resource.
+type Resource struct {
+	CPU          float64           `yaml:"cpu" json:"cpu"`
+	GPU          int               `yaml:"gpu" json:"gpu,omitempty"`
+	MemMB        int64             `yaml:"mem_mb" json:"mem_mb"`
+	Devices      map[string]int    `yaml:"devices" json:"devices,omitempty"`
+	Capabilities map[string]string `yaml:"capabilities" json:"capabilities,omitempty"`
+}
+
+// InstanceTypeLabel is the only capability the scheduler understands: it becomes a node
+// selector.
+const InstanceTypeLabel = "node.kubernetes.io/instance-type"
+
+// The mount types.
+const (
+	MountBind   = "bind"   // a host path
+	MountVolume = "volume" // a PersistentVolumeClaim named by Src
+	MountDevice = "device" // a host device; makes the container privileged
+)
+
+// A Mount is a volume mounted into each replica's container.
+type Mount struct {
+	Type     string `yaml:"type" json:"type"`
+	Src      string `yaml:"src" json:"src"`
+	Dst      string `yaml:"dst" json:"dst,omitempty"`             // for device, defaults to Src
+	ReadOnly bool   `yaml:"read_only" json:"read_only,omitempty"` // bind and volume only
+	Perm     string `yaml:"perm" json:"perm,omitempty"`           // device only: letters of "rwm"; default "rwm"
+}
+
+// Metadata holds labels and annotations added to each replica's pod.
+type Metadata struct {
+	Labels      map[string]string `yaml:"labels" json:"labels,omitempty"`
+	Annotations map[string]string `yaml:"annotations" json:"annotations,omitempty"`
+}
+
+// LoadApp reads, decodes and validates the app spec file at path. Relative overlay paths in
+// the spec are resolved against the file's directory. It returns a *SpecError listing every
+// problem, or an *fs.PathError if the file cannot be read.
+func LoadApp(path string) (*App, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	app, err := ParseApp(path, data)
+	if app != nil {
+		app.Dir = filepath.Dir(path)
+	}
+	return app, err
+}
+
+// ParseApp decodes and validates the app spec data, naming it name in errors. Relative
+// overlay paths are left relative to the working directory (Dir is "."). It returns a
+// *SpecError listing every problem.
+func ParseApp(name string, data []byte) (*App, error) {
+	d := &decoder{pos: make(map[string]Position)}
+	app := &App{Dir: ".", File: name}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	switch err := dec.Decode(&doc); {
+	case errors.Is(err, io.EOF):
+		return nil, &SpecError{File: name, Errors: FieldErrors{{Err: field.Required(nil, "the spec is empty")}}}
+	case err != nil:
+		return nil, &SpecError{File: name, Errors: FieldErrors{yamlError(err)}}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, &SpecError{File: name, Errors: FieldErrors{{Pos: nodePos(&extra),
+			Err: field.Invalid(nil, nil, "got several YAML documents, want one")}}}
+	}
+	d.decode(doc.Content[0], reflect.ValueOf(app).Elem(), nil)
+	if len(d.errs) == 0 {
+		for _, err := range app.validate() {
+			d.errs = append(d.errs, &FieldError{Pos: d.position(err.Field), Err: err})
+		}
+	}
+	if len(d.errs) > 0 {
+		return nil, &SpecError{File: name, Errors: d.errs}
+	}
+	return app, nil
+}
+
+// position returns the position of the value at the field path p, or of its nearest
+// ancestor that has one.
+func (d *decoder) position(p string) Position {
+	for {
+		if pos, ok := d.pos[p]; ok {
+			return pos
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			return d.pos[""]
+		}
+		p = p[:i]
+	}
+}
+
+// yamlError turns a YAML syntax error into a FieldError with its line.
+func yamlError(err error) *FieldError {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	var line int
+	if n, _ := fmt.Sscanf(msg, "line %d:", &line); n == 1 {
+		_, msg, _ = strings.Cut(msg, ": ")
+		return &FieldError{Pos: Position{Line: line, Col: 1}, Err: field.Invalid(nil, nil, msg)}
+	}
+	return &FieldError{Err: field.Invalid(nil, nil, msg)}
+}
+
+// validate checks the decoded app and returns every problem.
+func (app *App) validate() field.ErrorList {
+	var errs field.ErrorList
+	if app.Name == "" {
+		errs = append(errs, field.Required(field.NewPath("name"), ""))
+	} else if normalize(app.Name) == "" {
+		errs = append(errs, field.Invalid(field.NewPath("name"), app.Name,
+			"want a name with at least one letter"))
+	}
+	errs = append(errs, validateOverlays(app.Overlays, field.NewPath("overlays"))...)
+	rolesPath := field.NewPath("roles")
+	if len(app.Roles) == 0 {
+		errs = append(errs, field.Required(rolesPath, "an app needs at least one role"))
+	}
+	names := make(map[string]bool)
+	for i := range app.Roles {
+		r := &app.Roles[i]
+		p := rolesPath.Index(i)
+		if names[r.Name] && r.Name != "" {
+			errs = append(errs, field.Duplicate(p.Child("name"), r.Name))
+		}
+		names[r.Name] = true
+		errs = append(errs, r.validate(p)...)
+	}
+	return errs
+}
+
+func validateOverlays(overlays []string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, o := range overlays {
+		if o == "" {
+			errs = append(errs, field.Required(p.Index(i), "want a file name"))
+		}
+	}
+	return errs
+}
+
+// maxRoleNameLen leaves room in a task name "<role>-<replica>" and in the job name.
+const maxRoleNameLen = 40
+
+func (r *Role) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if r.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), ""))
+	} else if msgs := content.IsDNS1123Label(r.Name); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(p.Child("name"), r.Name,
+			"want a lower-case DNS label (a-z, 0-9 and '-', starting and ending with a letter or digit)"))
+	} else if len(r.Name) > maxRoleNameLen {
+		errs = append(errs, field.TooLong(p.Child("name"), r.Name, maxRoleNameLen))
+	}
+	if r.Image == "" {
+		errs = append(errs, field.Required(p.Child("image"), ""))
+	}
+	if r.Entrypoint == "" {
+		errs = append(errs, field.Required(p.Child("entrypoint"), ""))
+	}
+	for i, a := range r.Args {
+		errs = append(errs, checkMacros(a, p.Child("args").Index(i))...)
+	}
+	for _, e := range r.Env {
+		ep := p.Child("env").Key(e.Name)
+		for _, msg := range validation.IsEnvVarName(e.Name) {
+			errs = append(errs, field.Invalid(ep, e.Name, msg))
+		}
+		if path, ok := strings.CutPrefix(e.Value, FieldPathPrefix); ok {
+			if path == "" {
+				errs = append(errs, field.Invalid(ep, e.Value, "want a field path after "+FieldPathPrefix))
+			}
+			continue
+		}
+		errs = append(errs, checkMacros(e.Value, ep)...)
+	}
+	if r.NumReplicas != nil && *r.NumReplicas < 1 {
+		errs = append(errs, field.Invalid(p.Child("num_replicas"), *r.NumReplicas, "must be >= 1"))
+	}
+	if r.MinReplicas != nil {
+		mp := p.Child("min_replicas")
+		switch {
+		case *r.MinReplicas < 1:
+			errs = append(errs, field.Invalid(mp, *r.MinReplicas, "must be >= 1"))
+		case *r.MinReplicas > r.Replicas():
+			errs = append(errs, field.Invalid(mp, *r.MinReplicas,
+				fmt.Sprintf("must be <= num_replicas (%d)", r.Replicas())))
+		}
+	}
+	if r.MaxRetries < 0 {
+		errs = append(errs, field.Invalid(p.Child("max_retries"), r.MaxRetries, "must be >= 0"))
+	}
+	switch r.RetryPolicy {
+	case "", RetryApplication, RetryReplica:
+	case RetryRole:
+		errs = append(errs, field.Invalid(p.Child("retry_policy"), string(r.RetryPolicy),
+			"not supported: Volcano restarts one task or the whole job, not all the tasks of a role; "+
+				"want REPLICA (restart the failed replica) or APPLICATION (restart every role)"))
+	default:
+		errs = append(errs, field.NotSupported(p.Child("retry_policy"), string(r.RetryPolicy),
+			[]RetryPolicy{RetryApplication, RetryReplica}))
+	}
+	errs = append(errs, r.Resource.validate(p.Child("resource"))...)
+	for _, name := range sortedKeys(r.PortMap) {
+		pp := p.Child("port_map").Key(name)
+		for _, msg := range validation.IsValidPortName(name) {
+			errs = append(errs, field.Invalid(pp, name, "bad port name: "+msg))
+		}
+		for _, msg := range validation.IsValidPortNum(r.PortMap[name]) {
+			errs = append(errs, field.Invalid(pp, r.PortMap[name], msg))
+		}
+	}
+	dsts := make(map[string]bool)
+	for i := range r.Mounts {
+		errs = append(errs, r.Mounts[i].validate(p.Child("mounts").Index(i), dsts)...)
+	}
+	mp := p.Child("metadata")
+	for _, k := range sortedKeys(r.Metadata.Labels) {
+		kp := mp.Child("labels").Key(k)
+		for _, msg := range content.IsLabelKey(k) {
+			errs = append(errs, field.Invalid(kp, k, "bad label key: "+msg))
+		}
+		if strings.HasPrefix(k, "starpod.dev/") || strings.HasPrefix(k, "app.kubernetes.io/") {
+			errs = append(errs, field.Forbidden(kp, "this label is set by starpod"))
+		}
+		errs = append(errs, checkMacros(r.Metadata.Labels[k], kp)...)
+	}
+	for _, k := range sortedKeys(r.Metadata.Annotations) {
+		kp := mp.Child("annotations").Key(k)
+		for _, msg := range content.IsLabelKey(k) {
+			errs = append(errs, field.Invalid(kp, k, "bad annotation key: "+msg))
+		}
+		errs = append(errs, checkMacros(r.Metadata.Annotations[k], kp)...)
+	}
+	errs = append(errs, validateOverlays(r.Overlays, p.Child("overlays"))...)
+	return errs
+}
+
+func (res *Resource) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if res.CPU <= 0 {
+		errs = append(errs, field.Invalid(p.Child("cpu"), res.CPU, "must be > 0"))
+	}
+	if res.GPU < 0 {
+		errs = append(errs, field.Invalid(p.Child("gpu"), res.GPU, "must be >= 0"))
+	}
+	if res.MemMB <= 0 {
+		errs = append(errs, field.Invalid(p.Child("mem_mb"), res.MemMB, "must be > 0"))
+	}
+	for _, name := range sortedKeys(res.Devices) {
+		dp := p.Child("devices").Key(name)
+		for _, msg := range content.IsLabelKey(name) {
+			errs = append(errs, field.Invalid(dp, name, "bad resource name: "+msg))
+		}
+		if !strings.Contains(name, "/") {
+			errs = append(errs, field.Invalid(dp, name, "want a vendor-prefixed name such as vpc.amazonaws.com/efa"))
+		}
+		if res.Devices[name] < 1 {
+			errs = append(errs, field.Invalid(dp, res.Devices[name], "must be > 0"))
+		}
+	}
+	for _, name := range sortedKeys(res.Capabilities) {
+		cp := p.Child("capabilities").Key(name)
+		if name != InstanceTypeLabel {
+			errs = append(errs, field.NotSupported(cp, name, []string{InstanceTypeLabel}))
+			continue
+		}
+		for _, msg := range content.IsLabelValue(res.Capabilities[name]) {
+			errs = append(errs, field.Invalid(cp, res.Capabilities[name], "bad label value: "+msg))
+		}
+	}
+	return errs
+}
+
+func (m *Mount) validate(p *field.Path, dsts map[string]bool) field.ErrorList {
+	var errs field.ErrorList
+	dst := m.Dst
+	switch m.Type {
+	case MountBind, MountVolume:
+		if m.Perm != "" {
+			errs = append(errs, field.Forbidden(p.Child("perm"), "only device mounts have perm"))
+		}
+		if m.Dst == "" {
+			errs = append(errs, field.Required(p.Child("dst"), ""))
+		}
+	case MountDevice:
+		if m.ReadOnly {
+			errs = append(errs, field.Forbidden(p.Child("read_only"), "device mounts use perm"))
+		}
+		if strings.Trim(m.Perm, "rwm") != "" {
+			errs = append(errs, field.Invalid(p.Child("perm"), m.Perm, `want letters of "rwm"`))
+		}
+		if dst == "" {
+			dst = m.Src
+		}
+	case "":
+		errs = append(errs, field.Required(p.Child("type"), "want bind, volume or device"))
+	default:
+		errs = append(errs, field.NotSupported(p.Child("type"), m.Type,
+			[]string{MountBind, MountVolume, MountDevice}))
+	}
+	switch {
+	case m.Src == "":
+		errs = append(errs, field.Required(p.Child("src"), ""))
+	case m.Type == MountVolume:
+		for _, msg := range content.IsDNS1123Subdomain(m.Src) {
+			errs = append(errs, field.Invalid(p.Child("src"), m.Src, "bad claim name: "+msg))
+		}
+	case !filepath.IsAbs(m.Src):
+		errs = append(errs, field.Invalid(p.Child("src"), m.Src, "want an absolute path"))
+	}
+	if dst != "" {
+		dp := p.Child("dst")
+		if !filepath.IsAbs(dst) {
+			errs = append(errs, field.Invalid(dp, dst, "want an absolute path"))
+		} else if filepath.Clean(dst) == shmPath {
+			errs = append(errs, field.Forbidden(dp, shmPath+" is the pod's shared memory volume; change it with an overlay"))
+		} else if dsts[filepath.Clean(dst)] {
+			errs = append(errs, field.Duplicate(dp, dst))
+		}
+		dsts[filepath.Clean(dst)] = true
+	}
+	return errs
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
