@@ -94,9 +94,3 @@ func ToGo(x starlark.Value, path *field.Path) (any, error) {
 func FromGo(v any) (starlark.Value, error) {
 	return fromGo(v)
 }
-
-func toStarlark(v any) (starlark.Value, error) { panic("unimplemented") }
-
-func decode(x starlark.Value, out any, path *field.Path, opts *Options) (field.ErrorList, error) {
-	panic("unimplemented")
-}

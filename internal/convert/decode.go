@@ -1,0 +1,839 @@
+// This file defines Decode: the strict decoding of Starlark values into typed Go values with
+// the rules of strict JSON decoding (sigs.k8s.io/json).
+
+package convert
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"math"
+	"math/big"
+	"reflect"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"go.starlark.net/starlark"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/starpod/starpod/internal/spell"
+)
+
+// A decoderFunc decodes x into v, a settable value of the type it was made for, recording
+// errors in the walker.
+type decoderFunc func(w *walker, x starlark.Value, v reflect.Value)
+
+func decode(x starlark.Value, out any, path *field.Path, opts *Options) (field.ErrorList, error) {
+	rv := reflect.ValueOf(out)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		panic("convert.Decode: out must be a non-nil pointer, got " + reflect.TypeOf(out).String())
+	}
+	v := rv.Elem()
+	v.SetZero()
+	w := &walker{root: path}
+	if opts != nil {
+		w.limit = opts.MaxBytes
+	}
+	dec := typeDecoder(v.Type())
+	if err := w.withLimit(func() { dec(w, x, v) }); err != nil {
+		return nil, err
+	}
+	return w.errs, nil
+}
+
+var decoderCache sync.Map // map[reflect.Type]decoderFunc
+
+// typeDecoder returns the decoder of type t, making and caching it on first use.
+func typeDecoder(t reflect.Type) decoderFunc {
+	if f, ok := decoderCache.Load(t); ok {
+		return f.(decoderFunc)
+	}
+	var (
+		wg sync.WaitGroup
+		f  decoderFunc
+	)
+	wg.Add(1)
+	fi, loaded := decoderCache.LoadOrStore(t, decoderFunc(func(w *walker, x starlark.Value, v reflect.Value) {
+		wg.Wait()
+		f(w, x, v)
+	}))
+	if loaded {
+		return fi.(decoderFunc)
+	}
+	f = newTypeDecoder(t)
+	wg.Done()
+	decoderCache.Store(t, f)
+	return f
+}
+
+func newTypeDecoder(t reflect.Type) decoderFunc {
+	if t.Kind() != reflect.Pointer {
+		if reflect.PointerTo(t).Implements(unmarshalerType) {
+			return unmarshalerDecoder
+		}
+		if reflect.PointerTo(t).Implements(textUnmarshalerType) {
+			return textUnmarshalerDecoder
+		}
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return boolDecoder
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return intDecoder
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return uintDecoder
+	case reflect.Float32, reflect.Float64:
+		return floatDecoder
+	case reflect.String:
+		return stringDecoder
+	case reflect.Interface:
+		if t.NumMethod() == 0 {
+			return interfaceDecoder
+		}
+	case reflect.Struct:
+		return newStructDecoder(t)
+	case reflect.Map:
+		return newMapDecoder(t)
+	case reflect.Slice:
+		return newSliceDecoder(t)
+	case reflect.Array:
+		return newArrayDecoder(t)
+	case reflect.Pointer:
+		return newPtrDecoder(t)
+	}
+	return func(w *walker, x starlark.Value, v reflect.Value) {
+		if x == starlark.None {
+			w.add(4)
+			if t.Kind() == reflect.Interface {
+				v.SetZero()
+			}
+			return
+		}
+		w.invalid("got %s, cannot decode into Go value of type %s", x.Type(), t)
+	}
+}
+
+// unmarshalerDecoder passes the JSON text of x to the UnmarshalJSON method of v's address.
+// None passes JSON null, as encoding/json does for a non-pointer field.
+func unmarshalerDecoder(w *walker, x starlark.Value, v reflect.Value) {
+	u := v.Addr().Interface().(json.Unmarshaler)
+	var buf [64]byte
+	nerrs := len(w.errs)
+	b := w.appendJSON(buf[:0], x)
+	if len(w.errs) > nerrs {
+		return
+	}
+	if err := u.UnmarshalJSON(b); err != nil {
+		var bad any = noValue
+		switch x := x.(type) {
+		case starlark.String:
+			bad = string(x)
+		case starlark.Int:
+			if i, ok := x.Int64(); ok {
+				bad = i
+			}
+		}
+		w.errs = append(w.errs, field.Invalid(w.path(), bad, err.Error()))
+	}
+}
+
+// textUnmarshalerDecoder passes a string to the UnmarshalText method of v's address.
+func textUnmarshalerDecoder(w *walker, x starlark.Value, v reflect.Value) {
+	switch x := x.(type) {
+	case starlark.NoneType:
+		w.add(4)
+	case starlark.String:
+		w.addString(string(x))
+		u := v.Addr().Interface().(interface{ UnmarshalText([]byte) error })
+		if err := u.UnmarshalText([]byte(x)); err != nil {
+			w.errs = append(w.errs, field.Invalid(w.path(), string(x), err.Error()))
+		}
+	default:
+		w.scalarTypeInvalid(x, "string")
+	}
+}
+
+// scalarTypeInvalid records a type error for x where a scalar was wanted, counting the size
+// of x (and checking it for cycles) as the rest of the walk would have.
+func (w *walker) scalarTypeInvalid(x starlark.Value, want string) {
+	w.typeInvalid(x, want)
+	w.skip(x)
+}
+
+// skip counts the size of a value that is not decoded (such as the value of an unknown
+// field), when there is a size limit.
+func (w *walker) skip(x starlark.Value) {
+	if w.limit == 0 {
+		return
+	}
+	switch x := x.(type) {
+	case starlark.NoneType:
+		w.add(4)
+	case starlark.Bool:
+		w.add(5)
+	case starlark.String:
+		w.addString(string(x))
+	case starlark.Int:
+		if i, ok := x.Int64(); ok {
+			w.addInt(i)
+		} else {
+			w.add(int64(len(x.String())))
+		}
+	case starlark.Float:
+		w.addFloat(float64(x))
+	case *starlark.Dict:
+		if w.onPath(x) {
+			return
+		}
+		w.add(2)
+		w.seen = append(w.seen, x)
+		for k, v := range x.Entries() {
+			w.add(1) // comma and colon, counted with the key
+			w.skip(k)
+			w.skip(v)
+		}
+		w.leave()
+	case *starlark.List:
+		if w.onPath(x) {
+			return
+		}
+		w.addList(x.Len())
+		w.seen = append(w.seen, x)
+		for v := range x.Elements() {
+			w.skip(v)
+		}
+		w.leave()
+	case starlark.Tuple:
+		w.addList(len(x))
+		for _, v := range x {
+			w.skip(v)
+		}
+	}
+}
+
+// onPath reports whether the container x is being visited, or the walk is too deep.
+func (w *walker) onPath(x starlark.Value) bool {
+	if len(w.seen) >= maxDepth {
+		return true
+	}
+	for _, s := range w.seen {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+func boolDecoder(w *walker, x starlark.Value, v reflect.Value) {
+	switch x := x.(type) {
+	case starlark.Bool:
+		if x {
+			w.add(4)
+		} else {
+			w.add(5)
+		}
+		v.SetBool(bool(x))
+	case starlark.NoneType:
+		w.add(4)
+	default:
+		w.scalarTypeInvalid(x, "bool")
+	}
+}
+
+func stringDecoder(w *walker, x starlark.Value, v reflect.Value) {
+	switch x := x.(type) {
+	case starlark.String:
+		w.addString(string(x))
+		v.SetString(string(x))
+	case starlark.NoneType:
+		w.add(4)
+	default:
+		w.scalarTypeInvalid(x, "string")
+	}
+}
+
+func intDecoder(w *walker, x starlark.Value, v reflect.Value) {
+	switch x := x.(type) {
+	case starlark.Int:
+		i, ok := x.Int64()
+		if !ok || v.OverflowInt(i) {
+			w.skip(x)
+			w.invalid("got %s, want %s", x, v.Kind())
+			return
+		}
+		w.addInt(i)
+		v.SetInt(i)
+	case starlark.Float:
+		w.skip(x)
+		w.invalid("got float, want int")
+	case starlark.NoneType:
+		w.add(4)
+	default:
+		w.scalarTypeInvalid(x, "int")
+	}
+}
+
+func uintDecoder(w *walker, x starlark.Value, v reflect.Value) {
+	switch x := x.(type) {
+	case starlark.Int:
+		u, ok := x.Uint64()
+		if !ok || v.OverflowUint(u) {
+			w.skip(x)
+			w.invalid("got %s, want %s", x, v.Kind())
+			return
+		}
+		w.skip(x)
+		v.SetUint(u)
+	case starlark.Float:
+		w.skip(x)
+		w.invalid("got float, want int")
+	case starlark.NoneType:
+		w.add(4)
+	default:
+		w.scalarTypeInvalid(x, "int")
+	}
+}
+
+func floatDecoder(w *walker, x starlark.Value, v reflect.Value) {
+	var f float64
+	switch x := x.(type) {
+	case starlark.Float:
+		if !w.finite(x) {
+			return
+		}
+		f = float64(x)
+		if v.Kind() == reflect.Float32 {
+			// Round the shortest decimal form once, as JSON decoding does.
+			f, _ = strconv.ParseFloat(strconv.FormatFloat(f, 'g', -1, 64), 32)
+		}
+	case starlark.Int:
+		if v.Kind() == reflect.Float32 {
+			f, _ = strconv.ParseFloat(x.String(), 32)
+		} else {
+			f = float64(x.Float())
+		}
+		if math.IsInf(f, 0) {
+			w.skip(x)
+			w.invalid("got %s, want %s", x, v.Kind())
+			return
+		}
+	case starlark.NoneType:
+		w.add(4)
+		return
+	default:
+		w.scalarTypeInvalid(x, "float")
+		return
+	}
+	if math.IsInf(f, 0) || v.OverflowFloat(f) {
+		w.skip(x)
+		w.invalid("got %s, want %s", x, v.Kind())
+		return
+	}
+	w.skip(x)
+	v.SetFloat(f)
+}
+
+// interfaceDecoder decodes into an empty interface the untyped JSON data that strict JSON
+// decoding gives: integers as int64 (float64 beyond int64), other numbers as float64.
+func interfaceDecoder(w *walker, x starlark.Value, v reflect.Value) {
+	g := bigToFloat(w.toGo(x))
+	if g == nil {
+		v.SetZero()
+		return
+	}
+	v.Set(reflect.ValueOf(g))
+}
+
+func bigToFloat(g any) any {
+	switch g := g.(type) {
+	case *big.Int:
+		f, _ := new(big.Float).SetInt(g).Float64()
+		return f
+	case []any:
+		for i, e := range g {
+			g[i] = bigToFloat(e)
+		}
+	case map[string]any:
+		for k, e := range g {
+			g[k] = bigToFloat(e)
+		}
+	}
+	return g
+}
+
+type structDecoder struct {
+	fields *structFields
+	decs   []decoderFunc
+}
+
+func newStructDecoder(t reflect.Type) decoderFunc {
+	sd := &structDecoder{fields: cachedFields(t)}
+	sd.decs = make([]decoderFunc, len(sd.fields.list))
+	for i := range sd.fields.list {
+		f := &sd.fields.list[i]
+		if f.quoted && !hasJSONMethods(f.typ) {
+			sd.decs[i] = quotedDecoder
+		} else {
+			sd.decs[i] = typeDecoder(f.typ)
+		}
+	}
+	return sd.decode
+}
+
+func (sd *structDecoder) decode(w *walker, x starlark.Value, v reflect.Value) {
+	d, ok := x.(*starlark.Dict)
+	if !ok {
+		if x == starlark.None {
+			w.add(4)
+			return
+		}
+		w.typeInvalid(x, "dict")
+		w.skip(x)
+		return
+	}
+	w.add(2)
+	if !w.enter(d) {
+		return
+	}
+	first := true
+	for k, val := range d.Entries() {
+		name, ok := k.(starlark.String)
+		if !ok {
+			w.invalid("got %s key, want string", k.Type())
+			continue
+		}
+		if !first {
+			w.add(1)
+		}
+		first = false
+		w.addString(string(name))
+		w.add(1)
+		i, ok := sd.fields.byName[string(name)]
+		if !ok {
+			w.pushChild(string(name))
+			detail := "unknown field"
+			if hint := spell.Nearest(string(name), sd.fields.names); hint != "" {
+				detail += `; did you mean "` + hint + `"?`
+			}
+			w.errs = append(w.errs, field.Forbidden(w.path(), detail))
+			w.skip(val)
+			w.pop()
+			continue
+		}
+		f := &sd.fields.list[i]
+		w.pushChild(f.name)
+		if fv, ok := w.fieldByIndex(v, f.index); ok {
+			sd.decs[i](w, val, fv)
+		}
+		w.pop()
+	}
+	w.leave()
+}
+
+// fieldByIndex returns the field of struct v at index, allocating nil embedded pointers on
+// the way.
+func (w *walker) fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
+	for _, i := range index {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				if !v.CanSet() {
+					w.invalid("cannot set embedded pointer to unexported struct %s", v.Type().Elem())
+					return reflect.Value{}, false
+				}
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		v = v.Field(i)
+	}
+	return v, true
+}
+
+// quotedDecoder decodes a field with the ",string" option: a string holding the JSON text
+// of the value.
+func quotedDecoder(w *walker, x starlark.Value, v reflect.Value) {
+	switch x := x.(type) {
+	case starlark.NoneType:
+		w.add(4)
+		if v.Kind() == reflect.Pointer {
+			v.SetZero()
+		}
+	case starlark.String:
+		w.addString(string(x))
+		if err := json.Unmarshal([]byte(x), v.Addr().Interface()); err != nil {
+			w.errs = append(w.errs, field.Invalid(w.path(), string(x), "invalid use of ,string struct tag: "+err.Error()))
+		}
+	default:
+		w.scalarTypeInvalid(x, "string")
+	}
+}
+
+type mapDecoder struct {
+	typ     reflect.Type
+	key     func(w *walker, k string) (reflect.Value, bool)
+	elemDec decoderFunc
+}
+
+func newMapDecoder(t reflect.Type) decoderFunc {
+	if t == stringMapType {
+		return stringMapDecoder
+	}
+	md := &mapDecoder{typ: t, elemDec: typeDecoder(t.Elem())}
+	kt := t.Key()
+	switch {
+	case reflect.PointerTo(kt).Implements(textUnmarshalerType):
+		md.key = func(w *walker, k string) (reflect.Value, bool) {
+			kv := reflect.New(kt)
+			if err := kv.Interface().(interface{ UnmarshalText([]byte) error }).UnmarshalText([]byte(k)); err != nil {
+				w.errs = append(w.errs, field.Invalid(w.path(), k, err.Error()))
+				return reflect.Value{}, false
+			}
+			return kv.Elem(), true
+		}
+	case kt.Kind() == reflect.String:
+		md.key = func(w *walker, k string) (reflect.Value, bool) {
+			return reflect.ValueOf(k).Convert(kt), true
+		}
+	case kt.Kind() >= reflect.Int && kt.Kind() <= reflect.Int64:
+		md.key = func(w *walker, k string) (reflect.Value, bool) {
+			n, err := strconv.ParseInt(k, 10, 64)
+			kv := reflect.New(kt).Elem()
+			if err != nil || kv.OverflowInt(n) {
+				w.invalid("got key %q, want %s", k, kt.Kind())
+				return reflect.Value{}, false
+			}
+			kv.SetInt(n)
+			return kv, true
+		}
+	case kt.Kind() >= reflect.Uint && kt.Kind() <= reflect.Uintptr:
+		md.key = func(w *walker, k string) (reflect.Value, bool) {
+			n, err := strconv.ParseUint(k, 10, 64)
+			kv := reflect.New(kt).Elem()
+			if err != nil || kv.OverflowUint(n) {
+				w.invalid("got key %q, want %s", k, kt.Kind())
+				return reflect.Value{}, false
+			}
+			kv.SetUint(n)
+			return kv, true
+		}
+	default:
+		return func(w *walker, x starlark.Value, v reflect.Value) {
+			if x == starlark.None {
+				w.add(4)
+				v.SetZero()
+				return
+			}
+			w.invalid("got %s, cannot decode into Go value of type %s", x.Type(), t)
+		}
+	}
+	return md.decode
+}
+
+// dictEntries starts the decoding of a dict: it counts its size and checks it for cycles.
+// It reports whether to go on.
+func (w *walker) enterDict(x starlark.Value, v reflect.Value) (*starlark.Dict, bool) {
+	d, ok := x.(*starlark.Dict)
+	if !ok {
+		if x == starlark.None {
+			w.add(4)
+			v.SetZero()
+			return nil, false
+		}
+		w.typeInvalid(x, "dict")
+		w.skip(x)
+		return nil, false
+	}
+	w.add(2)
+	if !w.enter(d) {
+		return nil, false
+	}
+	return d, true
+}
+
+// mapKey checks the key of a dict entry, counts its size and returns it.
+func (w *walker) mapKey(k starlark.Value, first bool) (string, bool) {
+	s, ok := k.(starlark.String)
+	if !ok {
+		w.invalid("got %s key, want string", k.Type())
+		return "", false
+	}
+	if !first {
+		w.add(1)
+	}
+	w.addString(string(s))
+	w.add(1)
+	return string(s), true
+}
+
+func (md *mapDecoder) decode(w *walker, x starlark.Value, v reflect.Value) {
+	d, ok := w.enterDict(x, v)
+	if !ok {
+		return
+	}
+	defer w.leave()
+	if v.IsNil() {
+		v.Set(reflect.MakeMapWithSize(md.typ, d.Len()))
+	}
+	elem := reflect.New(md.typ.Elem()).Elem()
+	first := true
+	for k, val := range d.Entries() {
+		ks, ok := w.mapKey(k, first)
+		if !ok {
+			continue
+		}
+		first = false
+		w.pushKey(ks)
+		if kv, ok := md.key(w, ks); ok {
+			elem.SetZero()
+			md.elemDec(w, val, elem)
+			v.SetMapIndex(kv, elem)
+		} else {
+			w.skip(val)
+		}
+		w.pop()
+	}
+}
+
+func stringMapDecoder(w *walker, x starlark.Value, v reflect.Value) {
+	d, ok := w.enterDict(x, v)
+	if !ok {
+		return
+	}
+	defer w.leave()
+	m := make(map[string]string, d.Len())
+	first := true
+	for k, val := range d.Entries() {
+		ks, ok := w.mapKey(k, first)
+		if !ok {
+			continue
+		}
+		first = false
+		switch val := val.(type) {
+		case starlark.String:
+			w.addString(string(val))
+			m[ks] = string(val)
+		case starlark.NoneType:
+			w.add(4)
+			m[ks] = ""
+		default:
+			w.pushKey(ks)
+			w.scalarTypeInvalid(val, "string")
+			w.pop()
+		}
+	}
+	v.Set(reflect.ValueOf(m))
+}
+
+// elements returns x as an Indexable if it is a list or tuple, counting its brackets and
+// commas and checking it for cycles. The caller must call leaveList(x) after.
+func (w *walker) enterList(x starlark.Value, v reflect.Value) (starlark.Indexable, bool) {
+	switch x := x.(type) {
+	case *starlark.List:
+		w.addList(x.Len())
+		if !w.enter(x) {
+			return nil, false
+		}
+		return x, true
+	case starlark.Tuple:
+		w.addList(len(x))
+		return x, true
+	case starlark.NoneType:
+		w.add(4)
+		if v.Kind() == reflect.Slice {
+			v.SetZero()
+		}
+		return nil, false
+	}
+	w.typeInvalid(x, "list")
+	w.skip(x)
+	return nil, false
+}
+
+func (w *walker) leaveList(x starlark.Indexable) {
+	if _, ok := x.(*starlark.List); ok {
+		w.leave()
+	}
+}
+
+func newSliceDecoder(t reflect.Type) decoderFunc {
+	elemDec := typeDecoder(t.Elem())
+	isBytes := t.Elem().Kind() == reflect.Uint8
+	return func(w *walker, x starlark.Value, v reflect.Value) {
+		if s, ok := x.(starlark.String); ok && isBytes {
+			w.addString(string(s))
+			b := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+			n, err := base64.StdEncoding.Decode(b, []byte(s))
+			if err != nil {
+				w.invalid("got invalid base64 string: %v", err)
+				return
+			}
+			v.SetBytes(b[:n])
+			return
+		}
+		l, ok := w.enterList(x, v)
+		if !ok {
+			return
+		}
+		n := l.Len()
+		s := reflect.MakeSlice(t, n, n)
+		for i := range n {
+			w.pushIndex(i)
+			elemDec(w, l.Index(i), s.Index(i))
+			w.pop()
+		}
+		v.Set(s)
+		w.leaveList(l)
+	}
+}
+
+func newArrayDecoder(t reflect.Type) decoderFunc {
+	elemDec := typeDecoder(t.Elem())
+	return func(w *walker, x starlark.Value, v reflect.Value) {
+		l, ok := w.enterList(x, v)
+		if !ok {
+			return
+		}
+		for i := range l.Len() {
+			w.pushIndex(i)
+			if i < v.Len() {
+				elemDec(w, l.Index(i), v.Index(i))
+			} else {
+				w.skip(l.Index(i))
+			}
+			w.pop()
+		}
+		w.leaveList(l)
+	}
+}
+
+func newPtrDecoder(t reflect.Type) decoderFunc {
+	elemDec := typeDecoder(t.Elem())
+	return func(w *walker, x starlark.Value, v reflect.Value) {
+		if x == starlark.None {
+			w.add(4)
+			v.SetZero()
+			return
+		}
+		if v.IsNil() {
+			v.Set(reflect.New(t.Elem()))
+		}
+		elemDec(w, x, v.Elem())
+	}
+}
+
+// appendJSON appends the JSON text of x to b, recording errors for values JSON cannot hold.
+// Floats keep a fraction or exponent, so 1.0 stays a float as in Starlark's json.encode.
+func (w *walker) appendJSON(b []byte, x starlark.Value) []byte {
+	switch x := x.(type) {
+	case starlark.NoneType:
+		w.add(4)
+		return append(b, "null"...)
+	case starlark.Bool:
+		if x {
+			w.add(4)
+			return append(b, "true"...)
+		}
+		w.add(5)
+		return append(b, "false"...)
+	case starlark.String:
+		w.addString(string(x))
+		return appendQuoted(b, string(x))
+	case starlark.Int:
+		if i, ok := x.Int64(); ok {
+			w.addInt(i)
+			return strconv.AppendInt(b, i, 10)
+		}
+		w.skip(x)
+		return x.BigInt().Append(b, 10)
+	case starlark.Float:
+		if !w.finite(x) {
+			return b
+		}
+		w.addFloat(float64(x))
+		n := len(b)
+		b = strconv.AppendFloat(b, float64(x), 'g', -1, 64)
+		for _, c := range b[n:] {
+			if c == '.' || c == 'e' {
+				return b
+			}
+		}
+		return append(b, ".0"...)
+	case *starlark.Dict:
+		w.add(2)
+		if !w.enter(x) {
+			return b
+		}
+		b = append(b, '{')
+		first := true
+		for k, v := range x.Entries() {
+			ks, ok := w.mapKey(k, first)
+			if !ok {
+				continue
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendQuoted(b, ks)
+			b = append(b, ':')
+			w.pushKey(ks)
+			b = w.appendJSON(b, v)
+			w.pop()
+		}
+		w.leave()
+		return append(b, '}')
+	case *starlark.List, starlark.Tuple:
+		l, _ := w.enterList(x, reflect.Value{})
+		if l == nil {
+			return b
+		}
+		b = append(b, '[')
+		for i := range l.Len() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			w.pushIndex(i)
+			b = w.appendJSON(b, l.Index(i))
+			w.pop()
+		}
+		w.leaveList(l)
+		return append(b, ']')
+	}
+	w.typeInvalid(x, "dict, list, string, int, float, bool or None")
+	return b
+}
+
+// appendQuoted appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
+func appendQuoted(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(b, '"')
+}

@@ -1,0 +1,676 @@
+// This file defines ToStarlark: the conversion of typed Go values to Starlark values with the
+// rules of encoding/json.
+
+package convert
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"go.starlark.net/starlark"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// An encoder holds the state of one ToStarlark call.
+type encoder struct {
+	pending []entry // dict entries of the structs being encoded, innermost last
+	depth   int
+}
+
+type entry struct{ k, v starlark.Value }
+
+// An encoderFunc converts v, a value of the type it was made for, to a Starlark value.
+type encoderFunc func(e *encoder, v reflect.Value) (starlark.Value, error)
+
+// An encodeError is an error from ToStarlark, with its path built as it propagates out.
+type encodeError struct {
+	rpath  []pathElem // innermost first
+	detail string
+}
+
+func (e *encodeError) Error() string { return e.detail }
+
+// at returns err with elem added to the outer end of its path.
+func at(err error, elem pathElem) error {
+	ee := err.(*encodeError)
+	ee.rpath = append(ee.rpath, elem)
+	return ee
+}
+
+func encodeErrorf(format string, args ...any) error {
+	return &encodeError{detail: fmt.Sprintf(format, args...)}
+}
+
+var encoderPool = sync.Pool{New: func() any { return new(encoder) }}
+
+func toStarlark(v any) (starlark.Value, error) {
+	if v == nil {
+		return starlark.None, nil
+	}
+	rv := reflect.ValueOf(v)
+	e := encoderPool.Get().(*encoder)
+	x, err := typeEncoder(rv.Type())(e, rv)
+	clear(e.pending[:cap(e.pending)])
+	e.pending = e.pending[:0]
+	e.depth = 0
+	encoderPool.Put(e)
+	if err != nil {
+		ee := err.(*encodeError)
+		var p *field.Path
+		for _, elem := range slices.Backward(ee.rpath) {
+			switch elem.kind {
+			case childElem:
+				p = p.Child(elem.name)
+			case indexElem:
+				p = p.Index(elem.index)
+			case keyElem:
+				p = p.Key(elem.name)
+			}
+		}
+		return nil, field.Invalid(p, noValue, ee.detail)
+	}
+	return x, nil
+}
+
+var encoderCache sync.Map // map[reflect.Type]encoderFunc
+
+// typeEncoder returns the encoder of type t, making and caching it on first use.
+func typeEncoder(t reflect.Type) encoderFunc {
+	if f, ok := encoderCache.Load(t); ok {
+		return f.(encoderFunc)
+	}
+	// For a recursive type, store a forwarding function first that waits until the real
+	// encoder is made.
+	var (
+		wg sync.WaitGroup
+		f  encoderFunc
+	)
+	wg.Add(1)
+	fi, loaded := encoderCache.LoadOrStore(t, encoderFunc(func(e *encoder, v reflect.Value) (starlark.Value, error) {
+		wg.Wait()
+		return f(e, v)
+	}))
+	if loaded {
+		return fi.(encoderFunc)
+	}
+	f = newTypeEncoder(t, true)
+	wg.Done()
+	encoderCache.Store(t, f)
+	return f
+}
+
+// newTypeEncoder makes the encoder of type t. With allowAddr, methods with pointer receivers
+// are used when the value is addressable, as encoding/json does.
+func newTypeEncoder(t reflect.Type, allowAddr bool) encoderFunc {
+	if t.Kind() != reflect.Pointer && allowAddr && reflect.PointerTo(t).Implements(marshalerType) {
+		return condAddrEncoder(addrMarshalerEncoder, newTypeEncoder(t, false))
+	}
+	if t.Implements(marshalerType) {
+		return marshalerEncoder
+	}
+	if t.Kind() != reflect.Pointer && allowAddr && reflect.PointerTo(t).Implements(textMarshalerType) {
+		return condAddrEncoder(addrTextMarshalerEncoder, newTypeEncoder(t, false))
+	}
+	if t.Implements(textMarshalerType) {
+		return textMarshalerEncoder
+	}
+	if t == numberType {
+		return numberEncoder
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return boolEncoder
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return intEncoder
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return uintEncoder
+	case reflect.Float32:
+		return float32Encoder
+	case reflect.Float64:
+		return float64Encoder
+	case reflect.String:
+		return stringEncoder
+	case reflect.Interface:
+		return interfaceEncoder
+	case reflect.Struct:
+		return newStructEncoder(t)
+	case reflect.Map:
+		return newMapEncoder(t)
+	case reflect.Slice:
+		return newSliceEncoder(t)
+	case reflect.Array:
+		return newArrayEncoder(t)
+	case reflect.Pointer:
+		return newPtrEncoder(t)
+	}
+	return func(*encoder, reflect.Value) (starlark.Value, error) {
+		return nil, encodeErrorf("unsupported type %s", t)
+	}
+}
+
+func condAddrEncoder(canAddr, elseEnc encoderFunc) encoderFunc {
+	return func(e *encoder, v reflect.Value) (starlark.Value, error) {
+		if v.CanAddr() {
+			return canAddr(e, v)
+		}
+		return elseEnc(e, v)
+	}
+}
+
+func marshalerEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	if v.Kind() == reflect.Pointer && v.IsNil() {
+		return starlark.None, nil
+	}
+	m, ok := v.Interface().(json.Marshaler)
+	if !ok {
+		return starlark.None, nil
+	}
+	return callMarshalJSON(m, v.Type())
+}
+
+func addrMarshalerEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	return callMarshalJSON(v.Addr().Interface().(json.Marshaler), v.Type())
+}
+
+func callMarshalJSON(m json.Marshaler, t reflect.Type) (starlark.Value, error) {
+	b, err := m.MarshalJSON()
+	if err != nil {
+		return nil, encodeErrorf("error calling MarshalJSON for type %s: %v", t, err)
+	}
+	x, err := jsonToStarlark(b)
+	if err != nil {
+		return nil, encodeErrorf("error calling MarshalJSON for type %s: %v", t, err)
+	}
+	return x, nil
+}
+
+func textMarshalerEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	if v.Kind() == reflect.Pointer && v.IsNil() {
+		return starlark.None, nil
+	}
+	m, ok := v.Interface().(interface{ MarshalText() ([]byte, error) })
+	if !ok {
+		return starlark.None, nil
+	}
+	return callMarshalText(m, v.Type())
+}
+
+func addrTextMarshalerEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	return callMarshalText(v.Addr().Interface().(interface{ MarshalText() ([]byte, error) }), v.Type())
+}
+
+func callMarshalText(m interface{ MarshalText() ([]byte, error) }, t reflect.Type) (starlark.Value, error) {
+	b, err := m.MarshalText()
+	if err != nil {
+		return nil, encodeErrorf("error calling MarshalText for type %s: %v", t, err)
+	}
+	return starlark.String(validUTF8(string(b))), nil
+}
+
+// jsonToStarlark converts JSON text as Starlark's json.decode does, keeping the order of
+// object keys. Plain strings and integers, the usual output of MarshalJSON methods, take a
+// fast path.
+func jsonToStarlark(b []byte) (starlark.Value, error) {
+	b = bytes.TrimSpace(b)
+	switch string(b) {
+	case "null":
+		return starlark.None, nil
+	case "true":
+		return starlark.True, nil
+	case "false":
+		return starlark.False, nil
+	}
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && isPlainASCII(b[1:len(b)-1]) {
+		return starlark.String(b[1 : len(b)-1]), nil
+	}
+	if len(b) > 0 && len(b) <= 18 && isDigits(b) {
+		i, err := strconv.ParseInt(string(b), 10, 64)
+		if err == nil {
+			return starlark.MakeInt64(i), nil
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	x, err := decodeJSONValue(dec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("invalid JSON: trailing data after value")
+	}
+	return x, nil
+}
+
+// isPlainASCII reports whether b, the inside of a JSON string, needs no unescaping.
+func isPlainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// isDigits reports whether b is a JSON integer without leading zeros.
+func isDigits(b []byte) bool {
+	if b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || b[0] == '0' && len(b) > 1 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonSyntaxError describes an error from a json.Decoder.
+func jsonSyntaxError(err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("invalid JSON: %v", err)
+}
+
+func decodeJSONValue(dec *json.Decoder) (starlark.Value, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, jsonSyntaxError(err)
+	}
+	switch tok := tok.(type) {
+	case nil:
+		return starlark.None, nil
+	case bool:
+		return starlark.Bool(tok), nil
+	case string:
+		return starlark.String(tok), nil
+	case json.Number:
+		return numberToStarlark(string(tok))
+	case json.Delim:
+		switch tok {
+		case '[':
+			var elems []starlark.Value
+			for dec.More() {
+				x, err := decodeJSONValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				elems = append(elems, x)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, jsonSyntaxError(err)
+			}
+			return starlark.NewList(elems), nil
+		case '{':
+			d := starlark.NewDict(0)
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, jsonSyntaxError(err)
+				}
+				x, err := decodeJSONValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				d.SetKey(starlark.String(k.(string)), x)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, jsonSyntaxError(err)
+			}
+			return d, nil
+		}
+	}
+	return nil, fmt.Errorf("invalid JSON: unexpected %v", tok)
+}
+
+var numberType = reflect.TypeFor[json.Number]()
+
+// numberEncoder encodes a json.Number as the number it holds; the empty Number is 0.
+func numberEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	s := v.String()
+	if s == "" {
+		return starlark.MakeInt(0), nil
+	}
+	if !json.Valid([]byte(s)) || s[0] != '-' && (s[0] < '0' || s[0] > '9') {
+		return nil, encodeErrorf("invalid number literal %q", s)
+	}
+	x, err := numberToStarlark(s)
+	if err != nil {
+		return nil, encodeErrorf("%v", err)
+	}
+	return x, nil
+}
+
+func boolEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	return starlark.Bool(v.Bool()), nil
+}
+
+func intEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	return starlark.MakeInt64(v.Int()), nil
+}
+
+func uintEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	return starlark.MakeUint64(v.Uint()), nil
+}
+
+func stringEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	return starlark.String(validUTF8(v.String())), nil
+}
+
+func float32Encoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	return encodeFloat(v.Float(), 32)
+}
+
+func float64Encoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	return encodeFloat(v.Float(), 64)
+}
+
+// encodeFloat converts f as JSON text would carry it: the text encoding/json writes, read
+// back as Starlark's json.decode reads it (an int when there is no fraction or exponent).
+func encodeFloat(f float64, bits int) (starlark.Value, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, encodeErrorf("got %s, want finite float", strconv.FormatFloat(f, 'g', -1, bits))
+	}
+	abs := math.Abs(f)
+	if abs < 1<<53 && f == math.Trunc(f) {
+		return starlark.MakeInt64(int64(f)), nil // what 'f' format prints is exactly this integer
+	}
+	format := byte('f')
+	if abs != 0 {
+		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
+			format = 'e'
+		}
+	}
+	var buf [32]byte
+	text := strconv.AppendFloat(buf[:0], f, format, -1, bits)
+	if bytes.ContainsAny(text, ".eE") {
+		g, err := strconv.ParseFloat(string(text), 64)
+		if err != nil {
+			return nil, encodeErrorf("got %s, want finite float", text)
+		}
+		return starlark.Float(g), nil
+	}
+	i, ok := new(big.Int).SetString(string(text), 10)
+	if !ok {
+		return nil, encodeErrorf("got %s, want number", text)
+	}
+	return starlark.MakeBigInt(i), nil
+}
+
+func interfaceEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	if v.IsNil() {
+		return starlark.None, nil
+	}
+	if e.depth++; e.depth > maxDepth {
+		return nil, encodeErrorf("nested too deeply")
+	}
+	defer func() { e.depth-- }()
+	elem := v.Elem()
+	return typeEncoder(elem.Type())(e, elem)
+}
+
+type structEncoder struct {
+	fields *structFields
+	encs   []encoderFunc
+}
+
+func newStructEncoder(t reflect.Type) encoderFunc {
+	se := &structEncoder{fields: cachedFields(t)}
+	se.encs = make([]encoderFunc, len(se.fields.list))
+	for i := range se.fields.list {
+		f := &se.fields.list[i]
+		if f.quoted && !hasJSONMethods(f.typ) {
+			se.encs[i] = quotedEncoder
+		} else {
+			se.encs[i] = typeEncoder(f.typ)
+		}
+	}
+	return se.encode
+}
+
+// hasJSONMethods reports whether t, or what it points to, has its own JSON or text form,
+// which the ",string" option does not change.
+func hasJSONMethods(t reflect.Type) bool {
+	for {
+		p := reflect.PointerTo(t)
+		if p.Implements(marshalerType) || p.Implements(textMarshalerType) ||
+			p.Implements(unmarshalerType) || p.Implements(textUnmarshalerType) {
+			return true
+		}
+		if t.Kind() != reflect.Pointer {
+			return false
+		}
+		t = t.Elem()
+	}
+}
+
+func (se *structEncoder) encode(e *encoder, v reflect.Value) (starlark.Value, error) {
+	start := len(e.pending)
+	fields := se.fields.list
+next:
+	for i := range fields {
+		f := &fields[i]
+		var fv reflect.Value
+		if len(f.index) == 1 {
+			fv = v.Field(f.index[0])
+		} else {
+			fv = v
+			for _, j := range f.index {
+				if fv.Kind() == reflect.Pointer {
+					if fv.IsNil() {
+						continue next
+					}
+					fv = fv.Elem()
+				}
+				fv = fv.Field(j)
+			}
+		}
+		if f.omitEmpty && isEmptyValue(fv) ||
+			f.omitZero && (f.isZero == nil && fv.IsZero() || f.isZero != nil && f.isZero(fv)) {
+			continue
+		}
+		x, err := se.encs[i](e, fv)
+		if err != nil {
+			clear(e.pending[start:])
+			e.pending = e.pending[:start]
+			return nil, at(err, pathElem{kind: childElem, name: f.name})
+		}
+		e.pending = append(e.pending, entry{f.key, x})
+	}
+	d := starlark.NewDict(len(e.pending) - start)
+	for _, kv := range e.pending[start:] {
+		d.SetKey(kv.k, kv.v)
+	}
+	clear(e.pending[start:])
+	e.pending = e.pending[:start]
+	return d, nil
+}
+
+// quotedEncoder encodes a bool, number or string field with the ",string" option: as a
+// string holding its JSON text.
+func quotedEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return starlark.None, nil
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Bool:
+		return starlark.String(strconv.FormatBool(v.Bool())), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return starlark.String(strconv.FormatInt(v.Int(), 10)), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return starlark.String(strconv.FormatUint(v.Uint(), 10)), nil
+	case reflect.Float32, reflect.Float64:
+		bits := 64
+		if v.Kind() == reflect.Float32 {
+			bits = 32
+		}
+		b, err := json.Marshal(v.Interface())
+		if err != nil {
+			return nil, encodeErrorf("got %s, want finite float", strconv.FormatFloat(v.Float(), 'g', -1, bits))
+		}
+		return starlark.String(b), nil
+	case reflect.String:
+		b, _ := json.Marshal(v.String())
+		return starlark.String(b), nil
+	}
+	return typeEncoder(v.Type())(e, v)
+}
+
+type mapEncoder struct {
+	keyString func(reflect.Value) (string, error)
+	elemEnc   encoderFunc
+}
+
+var stringMapType = reflect.TypeFor[map[string]string]()
+
+func newMapEncoder(t reflect.Type) encoderFunc {
+	if t == stringMapType {
+		return stringMapEncoder
+	}
+	kt := t.Key()
+	me := &mapEncoder{elemEnc: typeEncoder(t.Elem())}
+	switch kt.Kind() {
+	case reflect.String:
+		me.keyString = func(k reflect.Value) (string, error) { return k.String(), nil }
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		me.keyString = func(k reflect.Value) (string, error) { return strconv.FormatInt(k.Int(), 10), nil }
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		me.keyString = func(k reflect.Value) (string, error) { return strconv.FormatUint(k.Uint(), 10), nil }
+	}
+	if kt.Kind() != reflect.String && kt.Implements(textMarshalerType) {
+		me.keyString = func(k reflect.Value) (string, error) {
+			if k.Kind() == reflect.Pointer && k.IsNil() {
+				return "", nil
+			}
+			b, err := k.Interface().(interface{ MarshalText() ([]byte, error) }).MarshalText()
+			if err != nil {
+				return "", encodeErrorf("error calling MarshalText for type %s: %v", kt, err)
+			}
+			return string(b), nil
+		}
+	}
+	if me.keyString == nil {
+		return func(*encoder, reflect.Value) (starlark.Value, error) {
+			return nil, encodeErrorf("unsupported type %s", t)
+		}
+	}
+	return me.encode
+}
+
+func stringMapEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	if v.IsNil() {
+		return starlark.None, nil
+	}
+	m := v.Interface().(map[string]string)
+	d := starlark.NewDict(len(m))
+	for _, k := range sortedKeys(m) {
+		d.SetKey(starlark.String(validUTF8(k)), starlark.String(validUTF8(m[k])))
+	}
+	return d, nil
+}
+
+func (me *mapEncoder) encode(e *encoder, v reflect.Value) (starlark.Value, error) {
+	if v.IsNil() {
+		return starlark.None, nil
+	}
+	if e.depth++; e.depth > maxDepth {
+		return nil, encodeErrorf("nested too deeply")
+	}
+	defer func() { e.depth-- }()
+	type kv struct {
+		k string
+		v reflect.Value
+	}
+	kvs := make([]kv, 0, v.Len())
+	for it := v.MapRange(); it.Next(); {
+		k, err := me.keyString(it.Key())
+		if err != nil {
+			return nil, err
+		}
+		kvs = append(kvs, kv{validUTF8(k), it.Value()})
+	}
+	slices.SortFunc(kvs, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+	d := starlark.NewDict(len(kvs))
+	for _, p := range kvs {
+		x, err := me.elemEnc(e, p.v)
+		if err != nil {
+			return nil, at(err, pathElem{kind: keyElem, name: p.k})
+		}
+		d.SetKey(starlark.String(p.k), x)
+	}
+	return d, nil
+}
+
+func newSliceEncoder(t reflect.Type) encoderFunc {
+	if t.Elem().Kind() == reflect.Uint8 {
+		p := reflect.PointerTo(t.Elem())
+		if !p.Implements(marshalerType) && !p.Implements(textMarshalerType) {
+			return byteSliceEncoder
+		}
+	}
+	enc := newArrayEncoder(t)
+	return func(e *encoder, v reflect.Value) (starlark.Value, error) {
+		if v.IsNil() {
+			return starlark.None, nil
+		}
+		if e.depth++; e.depth > maxDepth {
+			return nil, encodeErrorf("nested too deeply")
+		}
+		defer func() { e.depth-- }()
+		return enc(e, v)
+	}
+}
+
+func byteSliceEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
+	if v.IsNil() {
+		return starlark.None, nil
+	}
+	return starlark.String(base64.StdEncoding.EncodeToString(v.Bytes())), nil
+}
+
+func newArrayEncoder(t reflect.Type) encoderFunc {
+	elemEnc := typeEncoder(t.Elem())
+	return func(e *encoder, v reflect.Value) (starlark.Value, error) {
+		n := v.Len()
+		elems := make([]starlark.Value, n)
+		for i := range n {
+			x, err := elemEnc(e, v.Index(i))
+			if err != nil {
+				return nil, at(err, pathElem{kind: indexElem, index: i})
+			}
+			elems[i] = x
+		}
+		return starlark.NewList(elems), nil
+	}
+}
+
+func newPtrEncoder(t reflect.Type) encoderFunc {
+	elemEnc := typeEncoder(t.Elem())
+	return func(e *encoder, v reflect.Value) (starlark.Value, error) {
+		if v.IsNil() {
+			return starlark.None, nil
+		}
+		if e.depth++; e.depth > maxDepth {
+			return nil, encodeErrorf("nested too deeply")
+		}
+		x, err := elemEnc(e, v.Elem())
+		e.depth--
+		return x, err
+	}
+}
