@@ -1,0 +1,208 @@
+// Package cluster submits starpod apps to a Kubernetes cluster as Volcano Jobs and operates on
+// them afterwards: status, describe, logs, list, cancel and delete.
+//
+// To reach a cluster, use [Connect] with [Options]: the kubeconfig comes from
+// Options.Kubeconfig, else $KUBECONFIG, else ~/.kube/config, with Options.Context selecting a
+// context; a process running in a pod with no kubeconfig uses the in-cluster configuration. The
+// namespace is Options.Namespace, else the context's, else "default".
+//
+// An app on a cluster is named by a [Handle], written kubernetes://<namespace>/<app_id>; the
+// app id is the name of its Volcano Job. Use [ParseHandle] to read one from the command line.
+//
+// The operations are methods of [Client]: [Client.Submit], [Client.Status], [Client.Wait],
+// [Client.Describe], [Client.Logs], [Client.List], [Client.Cancel] and [Client.Delete]. Their
+// errors are *[Error] values that name the cluster, namespace and object, and keep the API
+// server's own error (an *errors.StatusError from k8s.io/apimachinery) as the cause.
+//
+// The mapping from Volcano phases to app and replica states ([AppState], [StateOf]) follows
+// TorchX's Kubernetes scheduler; it needs no cluster.
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	volcano "volcano.sh/apis/pkg/client/clientset/versioned"
+)
+
+// Options selects a cluster and a namespace. The zero value uses the default kubeconfig, its
+// current context and that context's namespace.
+type Options struct {
+	// Kubeconfig is the path of a kubeconfig file. If empty, $KUBECONFIG is used (a list of
+	// files, as kubectl reads it), else ~/.kube/config, else the in-cluster configuration.
+	Kubeconfig string
+	// Context is the name of the kubeconfig context to use. If empty, the current context.
+	Context string
+	// Namespace overrides the context's namespace.
+	Namespace string
+	// Timeout bounds each request that is not a watch or a log stream. Zero means 30 seconds.
+	Timeout time.Duration
+	// UserAgent is sent with every request. If empty, "starpod".
+	UserAgent string
+}
+
+// defaultTimeout bounds a single ordinary request, dialTimeout the TCP connection to the API
+// server, so that a kubeconfig that points nowhere fails instead of hanging.
+const (
+	defaultTimeout = 30 * time.Second
+	dialTimeout    = 10 * time.Second
+)
+
+// A Client operates on the starpod apps of one cluster. Its methods may be called from
+// several goroutines at once.
+type Client struct {
+	name      string // the cluster as errors name it
+	namespace string // the namespace of handles that have none
+
+	vc     volcano.Interface    // ordinary requests, with a timeout
+	kube   kubernetes.Interface // ordinary requests, with a timeout
+	stream kubernetes.Interface // log streams, without a timeout
+	vcw    volcano.Interface    // watches, without a timeout
+}
+
+// Connect loads the cluster configuration that opts select and returns a client for it. It
+// does not contact the API server: a cluster that cannot be reached is reported by the first
+// operation, as an *Error.
+func Connect(opts Options) (*Client, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if opts.Kubeconfig != "" {
+		rules.ExplicitPath = opts.Kubeconfig
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: opts.Context}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, errors.New("no cluster configured: no kubeconfig in --kubeconfig, $KUBECONFIG or ~/.kube/config, and not running in a pod")
+		}
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	name := clusterName(cc, opts.Context, cfg.Host)
+
+	ns := opts.Namespace
+	if ns == "" {
+		ns, _, err = cc.Namespace()
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig: %w", err)
+		}
+		if ns == "" {
+			ns = "default"
+		}
+	}
+
+	ua := opts.UserAgent
+	if ua == "" {
+		ua = "starpod"
+	}
+	cfg.UserAgent = ua
+	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	cfg.Dial = dialer.DialContext
+
+	streamCfg := rest.CopyConfig(cfg)
+	cfg.Timeout = opts.Timeout
+	if cfg.Timeout == 0 {
+		cfg.Timeout = defaultTimeout
+	}
+
+	c := &Client{name: name, namespace: ns}
+	if c.vc, err = volcano.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	if c.stream, err = kubernetes.NewForConfig(streamCfg); err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	if c.vcw, err = volcano.NewForConfig(streamCfg); err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// clusterName names the cluster for messages: the kubeconfig context and the server, or
+// "in-cluster" and the server.
+func clusterName(cc clientcmd.ClientConfig, context, host string) string {
+	if context == "" {
+		if raw, err := cc.RawConfig(); err == nil {
+			context = raw.CurrentContext
+		}
+	}
+	if context == "" {
+		return fmt.Sprintf("in-cluster (%s)", host)
+	}
+	return fmt.Sprintf("%q (%s)", context, host)
+}
+
+// Name returns the cluster as messages name it: the kubeconfig context and the API server's
+// address, such as `"kind-dev" (https://127.0.0.1:6443)`.
+func (c *Client) Name() string { return c.name }
+
+// Namespace returns the namespace of handles that name none: Options.Namespace, else the
+// context's namespace, else "default".
+func (c *Client) Namespace() string { return c.namespace }
+
+// An Error reports a failed operation on a cluster object. Err is the cause; for an error
+// from the API server it is an *errors.StatusError from k8s.io/apimachinery.
+type Error struct {
+	Cluster   string // the cluster, as [Client.Name] gives it
+	Namespace string // the namespace, or "" for all namespaces
+	Op        string // the operation: "create", "get", "list", "watch", "delete", "logs"
+	Object    string // the object, such as `job "llama-ft-x7k2"`
+	Err       error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster %s", e.Cluster)
+	if e.Namespace != "" {
+		fmt.Fprintf(&b, ", namespace %q", e.Namespace)
+	}
+	fmt.Fprintf(&b, ": %s %s: %v", e.Op, e.Object, e.Err)
+	for _, c := range Causes(e.Err) {
+		b.WriteString("\n\t")
+		b.WriteString(c)
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Causes returns the causes of an API error (its Status.Details.Causes), each as
+// "field.path: message", in the order the API server gave them. It returns nil if err is no
+// API error or has no causes.
+func Causes(err error) []string {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return nil
+	}
+	details := status.Status().Details
+	if details == nil {
+		return nil
+	}
+	var causes []string
+	for _, c := range details.Causes {
+		msg := c.Message
+		if msg == "" {
+			msg = string(c.Type)
+		}
+		if c.Field != "" {
+			msg = c.Field + ": " + msg
+		}
+		causes = append(causes, msg)
+	}
+	return causes
+}
+
+// errorf wraps err as an *Error about an object of namespace ns.
+func (c *Client) errorf(ns, op string, err error, format string, args ...any) error {
+	return &Error{Cluster: c.name, Namespace: ns, Op: op, Object: fmt.Sprintf(format, args...), Err: err}
+}

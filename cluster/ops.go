@@ -1,0 +1,221 @@
+package cluster
+
+// This file defines the operations on apps: submit, get, status, list, cancel and delete.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	vcbus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+)
+
+// jobKind is the group, version and kind of Volcano Jobs.
+var jobKind = vcbatch.SchemeGroupVersion.WithKind("Job")
+
+// SubmitOptions are the options of [Client.Submit].
+type SubmitOptions struct {
+	// DryRun sends the job with server-side dry run: the API server validates it in full,
+	// and nothing is created.
+	DryRun bool
+}
+
+// An AlreadyExistsError reports that an app of the same id exists already.
+type AlreadyExistsError struct {
+	Handle Handle
+}
+
+func (e *AlreadyExistsError) Error() string {
+	return fmt.Sprintf("app %s already exists", e.Handle)
+}
+
+// Submit creates job on the cluster and returns the job as the API server stored it (or, in a
+// dry run, would have). A job with no namespace is put in the client's namespace. If a job of
+// that name exists already, the *Error's cause is an *AlreadyExistsError, which itself wraps
+// the API's error.
+func (c *Client) Submit(ctx context.Context, job *vcbatch.Job, opts SubmitOptions) (*vcbatch.Job, error) {
+	job = job.DeepCopy()
+	if job.Namespace == "" {
+		job.Namespace = c.namespace
+	}
+	create := metav1.CreateOptions{}
+	if opts.DryRun {
+		create.DryRun = []string{metav1.DryRunAll}
+	}
+	got, err := c.vc.BatchV1alpha1().Jobs(job.Namespace).Create(ctx, job, create)
+	if err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			err = &existsError{AlreadyExistsError{Handle{job.Namespace, job.Name}}, err}
+		}
+		return nil, c.errorf(job.Namespace, "create", err, "job %q", job.Name)
+	}
+	return got, nil
+}
+
+// existsError is an AlreadyExistsError that keeps the API's error as its cause.
+type existsError struct {
+	AlreadyExistsError
+	api error
+}
+
+func (e *existsError) Unwrap() []error { return []error{&e.AlreadyExistsError, e.api} }
+
+// namespaceOf returns the namespace of h, or the client's.
+func (c *Client) namespaceOf(h Handle) string {
+	if h.Namespace != "" {
+		return h.Namespace
+	}
+	return c.namespace
+}
+
+// Resolve returns h with its namespace filled in from the client's if it has none.
+func (c *Client) Resolve(h Handle) Handle {
+	h.Namespace = c.namespaceOf(h)
+	return h
+}
+
+// Get returns the Volcano Job of the app h names.
+func (c *Client) Get(ctx context.Context, h Handle) (*vcbatch.Job, error) {
+	ns := c.namespaceOf(h)
+	job, err := c.vc.BatchV1alpha1().Jobs(ns).Get(ctx, h.AppID, metav1.GetOptions{})
+	if err != nil {
+		return nil, c.errorf(ns, "get", err, "job %q", h.AppID)
+	}
+	return job, nil
+}
+
+// Status returns the state of the app h names and of each of its replicas.
+func (c *Client) Status(ctx context.Context, h Handle) (Status, error) {
+	job, err := c.Get(ctx, h)
+	if err != nil {
+		return Status{}, err
+	}
+	return StateOf(job), nil
+}
+
+// ListOptions are the options of [Client.List].
+type ListOptions struct {
+	// AllNamespaces lists the apps of every namespace instead of the client's.
+	AllNamespaces bool
+}
+
+// List returns the status of every starpod app in the client's namespace (or in every
+// namespace), sorted by namespace, then newest first, then by app id. Only the Volcano Jobs
+// that starpod launched are listed.
+func (c *Client) List(ctx context.Context, opts ListOptions) ([]Status, error) {
+	ns := c.namespace
+	if opts.AllNamespaces {
+		ns = metav1.NamespaceAll
+	}
+	sel := labelManagedBy + "=" + managedByValue
+	list, err := c.vc.BatchV1alpha1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, c.errorf(ns, "list", err, "jobs (%s)", sel)
+	}
+	out := make([]Status, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, StateOf(&list.Items[i]))
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if !a.Created.Equal(b.Created) {
+			return a.Created.After(b.Created)
+		}
+		return a.AppID < b.AppID
+	})
+	return out, nil
+}
+
+// CancelResult says what [Client.Cancel] did.
+type CancelResult int
+
+const (
+	// CancelRequested means Cancel created the AbortJob command.
+	CancelRequested CancelResult = iota
+	// CancelPending means an AbortJob command for the job was waiting already.
+	CancelPending
+	// CancelDone means the job was aborting, aborted or finished already.
+	CancelDone
+)
+
+// Cancel stops the app h names the way Volcano intends: it creates a bus.volcano.sh/v1alpha1
+// Command with action AbortJob that targets the job and is owned by it, as vcctl's "job
+// suspend" does; Volcano's controller then aborts the job, which stays, in phase Aborted.
+// Cancel is idempotent: a job that is aborting, aborted or finished, or that has an AbortJob
+// command waiting already, is left as it is.
+func (c *Client) Cancel(ctx context.Context, h Handle) (CancelResult, error) {
+	job, err := c.Get(ctx, h)
+	if err != nil {
+		return 0, err
+	}
+	if phase := job.Status.State.Phase; phase == vcbatch.Aborting || AppStateOf(phase).Final() {
+		return CancelDone, nil
+	}
+	ref := metav1.NewControllerRef(job, jobKind)
+	cmd := &vcbus.Command{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            abortCommandName(job.Name),
+			Namespace:       job.Namespace,
+			OwnerReferences: []metav1.OwnerReference{*ref},
+			Labels:          map[string]string{labelManagedBy: managedByValue},
+		},
+		Action:       string(vcbus.AbortJobAction),
+		TargetObject: ref,
+		Reason:       "StarpodCancel",
+		Message:      "cancelled with starpod cancel",
+	}
+	commands := c.vc.BusV1alpha1().Commands(job.Namespace)
+	_, err = commands.Create(ctx, cmd, metav1.CreateOptions{})
+	if err == nil {
+		return CancelRequested, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return 0, c.errorf(job.Namespace, "create", err, "command %q (AbortJob for job %q)", cmd.Name, job.Name)
+	}
+	// A command of that name exists: either it is waiting for this job, or it was left by an
+	// earlier job of the same name (with no garbage collector to remove it), and is replaced.
+	old, err := commands.Get(ctx, cmd.Name, metav1.GetOptions{})
+	if err != nil {
+		return 0, c.errorf(job.Namespace, "get", err, "command %q", cmd.Name)
+	}
+	if old.TargetObject != nil && old.TargetObject.UID == job.UID && old.Action == cmd.Action {
+		return CancelPending, nil
+	}
+	pre := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &old.UID}}
+	if err := commands.Delete(ctx, old.Name, pre); err != nil && !apierrors.IsNotFound(err) {
+		return 0, c.errorf(job.Namespace, "delete", err, "stale command %q", old.Name)
+	}
+	if _, err := commands.Create(ctx, cmd, metav1.CreateOptions{}); err != nil {
+		return 0, c.errorf(job.Namespace, "create", err, "command %q (AbortJob for job %q)", cmd.Name, job.Name)
+	}
+	return CancelRequested, nil
+}
+
+// abortCommandName returns the name of the AbortJob command for a job. One name per job makes
+// a second cancel find the first one's command instead of adding another.
+func abortCommandName(job string) string {
+	const suffix = "-abortjob"
+	if len(job)+len(suffix) > 253 {
+		job = strings.TrimRight(job[:253-len(suffix)], "-.")
+	}
+	return job + suffix
+}
+
+// Delete removes the app h names: its Volcano Job and, through the API server's garbage
+// collection, the pods and commands the job owns.
+func (c *Client) Delete(ctx context.Context, h Handle) error {
+	ns := c.namespaceOf(h)
+	policy := metav1.DeletePropagationBackground
+	err := c.vc.BatchV1alpha1().Jobs(ns).Delete(ctx, h.AppID, metav1.DeleteOptions{PropagationPolicy: &policy})
+	if err != nil {
+		return c.errorf(ns, "delete", err, "job %q", h.AppID)
+	}
+	return nil
+}
