@@ -190,7 +190,13 @@ func (w *walker) skip(x starlark.Value) {
 		for k, v := range x.Entries() {
 			w.add(1) // comma and colon, counted with the key
 			w.skip(k)
+			if ks, ok := k.(starlark.String); ok {
+				w.pushKey(string(ks))
+			} else {
+				w.pushKey(k.String())
+			}
 			w.skip(v)
+			w.pop()
 		}
 		w.leave()
 	case *starlark.List:
@@ -199,14 +205,18 @@ func (w *walker) skip(x starlark.Value) {
 		}
 		w.addList(x.Len())
 		w.seen = append(w.seen, x)
-		for v := range x.Elements() {
-			w.skip(v)
+		for i := range x.Len() {
+			w.pushIndex(i)
+			w.skip(x.Index(i))
+			w.pop()
 		}
 		w.leave()
 	case starlark.Tuple:
 		w.addList(len(x))
-		for _, v := range x {
+		for i, v := range x {
+			w.pushIndex(i)
 			w.skip(v)
+			w.pop()
 		}
 	}
 }

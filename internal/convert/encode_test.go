@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,6 +74,15 @@ func (z *ptrZeroer) IsZero() bool { return z.N == 7 }
 type textKey struct{ a, b string }
 
 func (k textKey) MarshalText() ([]byte, error) { return []byte(k.a + "/" + k.b), nil }
+
+func (k *textKey) UnmarshalText(b []byte) error {
+	a, b2, ok := strings.Cut(string(b), "/")
+	if !ok {
+		return errors.New("no slash in key")
+	}
+	k.a, k.b = a, b2
+	return nil
+}
 
 type Kinds struct {
 	Embedded

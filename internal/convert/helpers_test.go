@@ -70,7 +70,7 @@ func richPod() *corev1.Pod {
 				Operation:  metav1.ManagedFieldsOperationApply,
 				Time:       &created,
 				FieldsType: "FieldsV1",
-				FieldsV1:   &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:z":{},"f:a":{}}},"f:n":[1,2.5,-3e30,null,true]}`)},
+				FieldsV1:   &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:z":{},"f:a":{}}},"f:n":[1,2.5,-3e+30,null,true]}`)},
 			}},
 		},
 		Spec: corev1.PodSpec{

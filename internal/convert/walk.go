@@ -88,9 +88,26 @@ func (w *walker) invalid(format string, args ...any) {
 	w.errs = append(w.errs, field.Invalid(w.path(), noValue, fmt.Sprintf(format, args...)))
 }
 
-// typeInvalid records a field.TypeInvalid error "got T, want want" at the current path.
+// typeInvalid records an error "got T, want want" at the current path: a
+// field.TypeInvalid error when x is JSON data of the wrong type, and a field.Invalid error
+// when x is not JSON data at all (a function, a set, ...).
 func (w *walker) typeInvalid(x starlark.Value, want string) {
-	w.errs = append(w.errs, field.TypeInvalid(w.path(), noValue, "got "+x.Type()+", want "+want))
+	detail := "got " + x.Type() + ", want " + want
+	if isData(x) {
+		w.errs = append(w.errs, field.TypeInvalid(w.path(), noValue, detail))
+	} else {
+		w.errs = append(w.errs, field.Invalid(w.path(), noValue, detail))
+	}
+}
+
+// isData reports whether x is of a type that JSON data converts to.
+func isData(x starlark.Value) bool {
+	switch x.(type) {
+	case starlark.NoneType, starlark.Bool, starlark.String, starlark.Int, starlark.Float,
+		*starlark.Dict, *starlark.List, starlark.Tuple:
+		return true
+	}
+	return false
 }
 
 // enter notes that the walk descends into the container x and reports whether it may: not
