@@ -74,7 +74,7 @@ func (d *decoder) decode(node *yaml.Node, v reflect.Value, path *field.Path) {
 			return
 		}
 		m := reflect.MakeMapWithSize(v.Type(), len(node.Content)/2)
-		d.eachKey(node, path, func(key string, val *yaml.Node) {
+		d.eachKey(node, path, path.Key, func(key string, val *yaml.Node) {
 			elem := reflect.New(v.Type().Elem()).Elem()
 			d.decode(val, elem, path.Key(key))
 			m.SetMapIndex(reflect.ValueOf(key), elem)
@@ -139,7 +139,8 @@ func (d *decoder) scalar(node *yaml.Node, path *field.Path, tag, want string) (s
 }
 
 // eachKey calls f for each key of the mapping node, reporting non-string and duplicate keys.
-func (d *decoder) eachKey(node *yaml.Node, path *field.Path, f func(key string, val *yaml.Node)) {
+// keyPath gives the path of a key's value.
+func (d *decoder) eachKey(node *yaml.Node, path *field.Path, keyPath func(string) *field.Path, f func(key string, val *yaml.Node)) {
 	seen := make(map[string]bool)
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		k, val := node.Content[i], node.Content[i+1]
@@ -148,7 +149,7 @@ func (d *decoder) eachKey(node *yaml.Node, path *field.Path, f func(key string, 
 			continue
 		}
 		if seen[k.Value] {
-			d.add(k, field.Duplicate(path.Key(k.Value), k.Value))
+			d.add(k, field.Duplicate(keyPath(k.Value), k.Value))
 			continue
 		}
 		seen[k.Value] = true
@@ -173,30 +174,19 @@ func (d *decoder) decodeStruct(node *yaml.Node, v reflect.Value, path *field.Pat
 		fields[name] = i
 		names = append(names, name)
 	}
-	d.eachKey(node, path, func(key string, val *yaml.Node) {
+	d.eachKey(node, path, func(key string) *field.Path { return child(path, key) }, func(key string, val *yaml.Node) {
 		i, ok := fields[key]
 		if !ok {
 			d.add(node.Content[indexOfKey(node, key)], unknownField(path, key, names))
 			return
 		}
-		var child *field.Path
-		if path == nil {
-			child = field.NewPath(key)
-		} else {
-			child = path.Child(key)
-		}
-		d.decode(val, v.Field(i), child)
+		d.decode(val, v.Field(i), child(path, key))
 	})
 }
 
 // unknownField returns the error for an unknown key, with a did-you-mean hint.
 func unknownField(path *field.Path, key string, names []string) *field.Error {
-	var p *field.Path
-	if path == nil {
-		p = field.NewPath(key)
-	} else {
-		p = path.Child(key)
-	}
+	p := child(path, key)
 	detail := "unknown field"
 	if near := spell.Nearest(key, names); near != "" {
 		detail += fmt.Sprintf("; did you mean %q?", near)
@@ -220,7 +210,7 @@ func (d *decoder) decodeEnv(node *yaml.Node, v reflect.Value, path *field.Path) 
 		return
 	}
 	var env []EnvVar
-	d.eachKey(node, path, func(key string, val *yaml.Node) {
+	d.eachKey(node, path, path.Key, func(key string, val *yaml.Node) {
 		d.pos[path.Key(key).String()] = nodePos(val)
 		if s, ok := d.scalar(val, path.Key(key), "!!str", "string"); ok {
 			env = append(env, EnvVar{Name: key, Value: s})
@@ -252,4 +242,12 @@ func kindName(node *yaml.Node) string {
 		return "scalar " + node.Tag
 	}
 	return "alias"
+}
+
+// child returns the path of a struct field; a nil path is the root.
+func child(path *field.Path, name string) *field.Path {
+	if path == nil {
+		return field.NewPath(name)
+	}
+	return path.Child(name)
 }

@@ -79,9 +79,10 @@ func describe(err *field.Error) string {
 		}
 		return "required"
 	case field.ErrorTypeDuplicate:
-		return fmt.Sprintf("duplicate key %q", err.BadValue)
+		return fmt.Sprintf("%q given twice", fmt.Sprint(err.BadValue))
 	case field.ErrorTypeNotSupported:
-		return err.ErrorBody()
+		return fmt.Sprintf("got %q, want one of %s", fmt.Sprint(err.BadValue),
+			strings.TrimPrefix(err.Detail, "supported values: "))
 	case field.ErrorTypeInvalid:
 		if s, ok := err.BadValue.(string); ok && s != "" {
 			return fmt.Sprintf("got %q, %s", s, err.Detail)

@@ -328,12 +328,15 @@ func labelValue(s string) string {
 	return s
 }
 
+// compile is engine.Compile; tests count its calls.
+var compile = engine.Compile
+
 // compileOverlays reads and compiles every overlay file once and returns, for each role, the
 // chain of the app's overlays, the role's and opts.Overlays. It returns a *BuildError.
 func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, error) {
 	compiled := make(map[string]*engine.Overlay)
 	var errs []error
-	compile := func(file string, p *field.Path) *engine.Overlay {
+	compileFile := func(file string, p *field.Path) *engine.Overlay {
 		file = filepath.Clean(file)
 		if o, ok := compiled[file]; ok {
 			return o
@@ -344,7 +347,7 @@ func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, error) {
 			if p == nil {
 				errs = append(errs, err)
 			} else {
-				errs = append(errs, &SpecError{File: app.File, Errors: FieldErrors{{
+				errs = append(errs, &SpecError{File: app.File, Errors: FieldErrors{{Pos: app.position(p),
 					Err: field.Invalid(p, nil, fmt.Sprintf("cannot read overlay: %v", err))}}})
 			}
 			return nil
@@ -357,7 +360,7 @@ func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, error) {
 			}
 			eopts.Loader = engine.DirLoader(root)
 		}
-		o, err := engine.Compile(file, src, &eopts)
+		o, err := compile(file, src, &eopts)
 		if err != nil {
 			errs = append(errs, err)
 			return nil
@@ -367,17 +370,17 @@ func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, error) {
 	}
 	var common engine.Chain
 	for i, f := range app.Overlays {
-		common = append(common, compile(filepath.Join(app.Dir, f), field.NewPath("overlays").Index(i)))
+		common = append(common, compileFile(filepath.Join(app.Dir, f), field.NewPath("overlays").Index(i)))
 	}
 	var cli engine.Chain
 	for _, f := range opts.Overlays {
-		cli = append(cli, compile(f, nil))
+		cli = append(cli, compileFile(f, nil))
 	}
 	chains := make([]engine.Chain, len(app.Roles))
 	for ri, r := range app.Roles {
 		chain := append(engine.Chain{}, common...)
 		for i, f := range r.Overlays {
-			chain = append(chain, compile(filepath.Join(app.Dir, f),
+			chain = append(chain, compileFile(filepath.Join(app.Dir, f),
 				field.NewPath("roles").Index(ri).Child("overlays").Index(i)))
 		}
 		chains[ri] = append(chain, cli...)
@@ -441,7 +444,8 @@ func validatePod(pod *corev1.Pod) field.ErrorList {
 		}
 		for i, vm := range c.VolumeMounts {
 			if !volumes[vm.Name] {
-				errs = append(errs, field.NotFound(p.Child("volumeMounts").Index(i).Child("name"), vm.Name))
+				errs = append(errs, field.Invalid(p.Child("volumeMounts").Index(i).Child("name"), vm.Name,
+					"want the name of one of the pod's volumes"))
 			}
 		}
 		for i, port := range c.Ports {

@@ -31,6 +31,17 @@ type App struct {
 	Dir string `yaml:"-" json:"-"`
 	// File is the spec's file name as given to LoadApp or ParseApp; errors name it.
 	File string `yaml:"-" json:"-"`
+
+	pos map[string]Position // field path → position in File, for errors found later
+}
+
+// position returns the position in the spec file of the value at the field path p.
+func (app *App) position(p *field.Path) Position {
+	if app.pos == nil {
+		return Position{}
+	}
+	d := decoder{pos: app.pos}
+	return d.position(p.String())
 }
 
 // A Role is a set of identical replicas, each run as one pod. It mirrors TorchX's Role.
@@ -158,6 +169,7 @@ func ParseApp(name string, data []byte) (*App, error) {
 	if len(d.errs) > 0 {
 		return nil, &SpecError{File: name, Errors: d.errs}
 	}
+	app.pos = d.pos
 	return app, nil
 }
 
@@ -267,7 +279,7 @@ func (r *Role) validate(p *field.Path) field.ErrorList {
 		switch {
 		case *r.MinReplicas < 1:
 			errs = append(errs, field.Invalid(mp, *r.MinReplicas, "must be >= 1"))
-		case *r.MinReplicas > r.Replicas():
+		case *r.MinReplicas > r.Replicas() && r.Replicas() >= 1:
 			errs = append(errs, field.Invalid(mp, *r.MinReplicas,
 				fmt.Sprintf("must be <= num_replicas (%d)", r.Replicas())))
 		}

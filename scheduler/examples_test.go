@@ -1,0 +1,46 @@
+package scheduler_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/starpod/starpod/scheduler"
+)
+
+// TestExamples builds every ../examples/*/app.yaml as "starpod run --dry-run --app-id demo"
+// does and compares the job with the example's expected.yaml. With -update it rewrites it.
+func TestExamples(t *testing.T) {
+	apps, err := filepath.Glob("../examples/*/app.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(apps) == 0 {
+		t.Fatal("no examples with an app.yaml")
+	}
+	for _, app := range apps {
+		dir := filepath.Dir(app)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			got, err := build(app, scheduler.DefaultConfig(), scheduler.BuildOptions{AppID: "demo"}, "yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			expected := filepath.Join(dir, "expected.yaml")
+			if *update {
+				if err := os.WriteFile(expected, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(expected)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("%s mismatch (-want +got):\n%s", expected, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,95 @@
+package scheduler
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func TestExpand(t *testing.T) {
+	m := macroValues{"app_id": "demo", "replica_id": "2", "num_replicas": "4", "rank0_env": "$(VC_A_0_HOSTS)"}
+	for _, test := range []struct{ in, want string }{
+		{"", ""},
+		{"plain $HOME $(VAR) $$(VAR)", "plain $HOME $(VAR) $$(VAR)"},
+		{"${app_id}-${replica_id}/${num_replicas}", "demo-2/4"},
+		{"--master=${rank0_env}:29500", "--master=$(VC_A_0_HOSTS):29500"},
+		{"$${app_id} and ${app_id}", "${app_id} and demo"},
+		{"$${HOME}", "${HOME}"},
+		{"$$${app_id}", "$${app_id}"},
+	} {
+		if got := m.expand(test.in); got != test.want {
+			t.Errorf("expand(%q) = %q, want %q", test.in, got, test.want)
+		}
+		if errs := checkMacros(test.in, field.NewPath("x")); len(errs) > 0 {
+			t.Errorf("checkMacros(%q): %v", test.in, errs)
+		}
+	}
+	for _, test := range []struct{ in, want string }{
+		{"${replica}", "unknown macro ${replica}; did you mean ${replica_id}?"},
+		{"${HOME}", "unknown macro ${HOME}; want one of ${app_id}, ${replica_id}, ${num_replicas}, ${rank0_env} (write $${ for a literal ${)"},
+		{"a ${app_id", "unterminated ${ (write $${ for a literal ${)"},
+	} {
+		errs := checkMacros(test.in, field.NewPath("x"))
+		if len(errs) != 1 || errs[0].Detail != test.want {
+			t.Errorf("checkMacros(%q) = %v, want %q", test.in, errs, test.want)
+		}
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	for _, test := range []struct{ in, want string }{
+		{"llama-ft", "llama-ft"},
+		{"PS_Train", "ps-train"},
+		{"My App v1.2", "my-app-v1-2"},
+		{"7b--model__x", "b-model-x"},
+		{"--Ünïcode!", "ncode"},
+		{"123", ""},
+		{"a-", "a"},
+	} {
+		if got := normalize(test.in); got != test.want {
+			t.Errorf("normalize(%q) = %q, want %q", test.in, got, test.want)
+		}
+	}
+}
+
+func TestJobName(t *testing.T) {
+	one := 1
+	twelve := 12
+	app := &App{Name: strings.Repeat("Very Long Name ", 10), Roles: []Role{
+		{Name: "trainer", NumReplicas: &twelve}, {Name: "ps", NumReplicas: &one},
+	}}
+	zeros := bytes.NewReader(make([]byte, suffixLen))
+	got, err := jobName(app, BuildOptions{Rand: zeros})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pod name of the longest task, <job>-trainer-11-0, fills 63 characters at most.
+	if want := "very-long-name-very-long-name-very-long-n-aaaaaaaa"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if n := len(got + "-trainer-11-0"); n > 63 {
+		t.Errorf("pod name is %d characters", n)
+	}
+
+	// Two random ids differ.
+	a, _ := jobName(app, BuildOptions{})
+	b, _ := jobName(app, BuildOptions{})
+	if a == b {
+		t.Errorf("two generated ids are both %q", a)
+	}
+
+	for _, test := range []struct{ id, err string }{
+		{"demo", ""},
+		{"Demo", `app id "Demo": a DNS-1035 label must consist of lower case alphanumeric characters`},
+		{"1demo", `app id "1demo": a DNS-1035 label`},
+		{strings.Repeat("x", 51), `pod name ` + strings.Repeat("x", 51) + `-trainer-11-0 is 64 characters, want at most 63`},
+		{strings.Repeat("x", 50), ""},
+	} {
+		_, err := jobName(app, BuildOptions{AppID: test.id})
+		if test.err == "" && err != nil || test.err != "" && (err == nil || !strings.Contains(err.Error(), test.err)) {
+			t.Errorf("jobName(AppID %q): got error %v, want %q", test.id, err, test.err)
+		}
+	}
+}

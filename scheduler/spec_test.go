@@ -1,0 +1,228 @@
+package scheduler_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/starpod/starpod/scheduler"
+)
+
+const goodRole = `
+- name: trainer
+  image: example/trainer
+  entrypoint: train
+  resource: {cpu: 1, mem_mb: 1000}
+`
+
+// problem is what a test expects of one FieldError: its type, path and position.
+type problem struct {
+	Type      field.ErrorType
+	Field     string
+	Line, Col int
+}
+
+func TestParseAppErrors(t *testing.T) {
+	for _, test := range []struct {
+		name, spec string
+		want       []problem
+	}{
+		{"empty", ``, []problem{{field.ErrorTypeRequired, "<nil>", 0, 0}}},
+		{"not a mapping", `[1]`, []problem{{field.ErrorTypeTypeInvalid, "<nil>", 1, 1}}},
+		{"syntax", "name: [a\nroles: x\n", []problem{{field.ErrorTypeInvalid, "<nil>", 1, 1}}},
+		{"no name, no roles", `overlays: []`, []problem{
+			{field.ErrorTypeRequired, "name", 0, 0},
+			{field.ErrorTypeRequired, "roles", 0, 0},
+		}},
+		{"unknown keys everywhere", `
+name: x
+overlay: [a.star]
+roles:
+- name: trainer
+  image: example/trainer
+  entrypoint: train
+  replicas: 2
+  resource: {cpu: 1, mem_mb: 1000, memMB: 3}
+  mounts: [{type: bind, src: /a, dst: /b, readonly: true}]
+`, []problem{
+			{field.ErrorTypeForbidden, "overlay", 3, 1},
+			{field.ErrorTypeForbidden, "roles[0].replicas", 8, 3},
+			{field.ErrorTypeForbidden, "roles[0].resource.memMB", 9, 36},
+			{field.ErrorTypeForbidden, "roles[0].mounts[0].readonly", 10, 43},
+		}},
+		{"wrong types", `
+name: 3
+roles:
+- name: trainer
+  image: example/trainer
+  entrypoint: train
+  args: x
+  env: {N: 4}
+  num_replicas: two
+  resource: {cpu: many, mem_mb: 1.5}
+  port_map: [1]
+`, []problem{
+			{field.ErrorTypeTypeInvalid, "name", 2, 7},
+			{field.ErrorTypeTypeInvalid, "roles[0].args", 7, 9},
+			{field.ErrorTypeTypeInvalid, "roles[0].env[N]", 8, 12},
+			{field.ErrorTypeTypeInvalid, "roles[0].num_replicas", 9, 17},
+			{field.ErrorTypeTypeInvalid, "roles[0].resource.cpu", 10, 19},
+			{field.ErrorTypeTypeInvalid, "roles[0].resource.mem_mb", 10, 33},
+			{field.ErrorTypeTypeInvalid, "roles[0].port_map", 11, 13},
+		}},
+		{"duplicate keys", `
+name: x
+name: y
+roles:` + goodRole + `  env: {A: "1", A: "2"}
+`, []problem{
+			{field.ErrorTypeDuplicate, "name", 3, 1},
+			{field.ErrorTypeDuplicate, "roles[0].env[A]", 9, 17},
+		}},
+		{"bad values", `
+name: x
+roles:
+- name: Trainer_1
+  image: ""
+  entrypoint: train
+  num_replicas: 1
+  min_replicas: 2
+  max_retries: -1
+  retry_policy: ROLE
+  resource: {cpu: 0, gpu: -1, mem_mb: 0, devices: {efa: 0}, capabilities: {zone: a}}
+  port_map: {RDZV_PORT: 70000}
+  env: {1X: a, POD_IP: "[FIELD_PATH]"}
+`, []problem{
+			{field.ErrorTypeInvalid, "roles[0].name", 4, 9},
+			{field.ErrorTypeRequired, "roles[0].image", 5, 10},
+			{field.ErrorTypeInvalid, "roles[0].env[1X]", 13, 13},
+			{field.ErrorTypeInvalid, "roles[0].env[POD_IP]", 13, 24},
+			{field.ErrorTypeInvalid, "roles[0].min_replicas", 8, 17},
+			{field.ErrorTypeInvalid, "roles[0].max_retries", 9, 16},
+			{field.ErrorTypeInvalid, "roles[0].retry_policy", 10, 17},
+			{field.ErrorTypeInvalid, "roles[0].resource.cpu", 11, 19},
+			{field.ErrorTypeInvalid, "roles[0].resource.gpu", 11, 27},
+			{field.ErrorTypeInvalid, "roles[0].resource.mem_mb", 11, 39},
+			{field.ErrorTypeInvalid, "roles[0].resource.devices[efa]", 11, 57},
+			{field.ErrorTypeInvalid, "roles[0].resource.devices[efa]", 11, 57},
+			{field.ErrorTypeNotSupported, "roles[0].resource.capabilities[zone]", 11, 82},
+			{field.ErrorTypeInvalid, "roles[0].port_map[RDZV_PORT]", 12, 25},
+			{field.ErrorTypeInvalid, "roles[0].port_map[RDZV_PORT]", 12, 25},
+			{field.ErrorTypeInvalid, "roles[0].port_map[RDZV_PORT]", 12, 25},
+		}},
+		{"retry policy", `
+name: x
+roles:` + goodRole + `  retry_policy: replica
+  num_replicas: 0
+  min_replicas: 1
+`, []problem{
+			{field.ErrorTypeInvalid, "roles[0].num_replicas", 9, 17},
+			{field.ErrorTypeNotSupported, "roles[0].retry_policy", 8, 17},
+		}},
+		{"bad mounts", `
+name: x
+roles:` + goodRole + `  mounts:
+  - {type: bind, src: data, dst: /data, perm: r}
+  - {type: volume, src: Bad_Claim, dst: /data}
+  - {type: device, src: /dev/fuse, read_only: true, perm: x}
+  - {type: nfs, src: /a, dst: /dev/shm}
+  - {src: /a, dst: b}
+`, []problem{
+			{field.ErrorTypeForbidden, "roles[0].mounts[0].perm", 9, 47},
+			{field.ErrorTypeInvalid, "roles[0].mounts[0].src", 9, 23},
+			{field.ErrorTypeInvalid, "roles[0].mounts[1].src", 10, 25},
+			{field.ErrorTypeDuplicate, "roles[0].mounts[1].dst", 10, 41},
+			{field.ErrorTypeForbidden, "roles[0].mounts[2].read_only", 11, 47},
+			{field.ErrorTypeInvalid, "roles[0].mounts[2].perm", 11, 59},
+			{field.ErrorTypeNotSupported, "roles[0].mounts[3].type", 12, 12},
+			{field.ErrorTypeForbidden, "roles[0].mounts[3].dst", 12, 31},
+			{field.ErrorTypeRequired, "roles[0].mounts[4].type", 13, 5},
+			{field.ErrorTypeInvalid, "roles[0].mounts[4].dst", 13, 20},
+		}},
+		{"macros", `
+name: x
+roles:` + goodRole + `  args: ["${replica}", "${foo}", "${app_id"]
+  env: {A: "${num_replica}"}
+  metadata: {labels: {app.kubernetes.io/name: x, ok: "${role}"}}
+`, []problem{
+			{field.ErrorTypeInvalid, "roles[0].args[0]", 8, 10},
+			{field.ErrorTypeInvalid, "roles[0].args[1]", 8, 24},
+			{field.ErrorTypeInvalid, "roles[0].args[2]", 8, 34},
+			{field.ErrorTypeInvalid, "roles[0].env[A]", 9, 12},
+			{field.ErrorTypeForbidden, "roles[0].metadata.labels[app.kubernetes.io/name]", 10, 47},
+			{field.ErrorTypeInvalid, "roles[0].metadata.labels[ok]", 10, 54},
+		}},
+		{"duplicate roles", `
+name: x
+roles:` + goodRole + goodRole, []problem{{field.ErrorTypeDuplicate, "roles[1].name", 9, 9}}},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			_, err := scheduler.ParseApp("app.yaml", []byte(test.spec))
+			var se *scheduler.SpecError
+			if !errors.As(err, &se) {
+				t.Fatalf("got error %v, want a *SpecError", err)
+			}
+			var got []problem
+			for _, fe := range se.Errors {
+				got = append(got, problem{fe.Err.Type, fe.Err.Field, fe.Pos.Line, fe.Pos.Col})
+			}
+			if diff := cmp.Diff(test.want, got); diff != "" {
+				t.Errorf("problems mismatch (-want +got):\n%s\nerror:\n%v", diff, err)
+			}
+		})
+	}
+}
+
+func TestSpecErrorMessages(t *testing.T) {
+	spec := `name: x
+roles:
+- name: trainer
+  image: example/trainer
+  entrypoint: train
+  resource: {cpu: 1, mem_mb: 0, memMB: 3}
+  retry_policy: ROLE
+  args: ["${replica}"]
+`
+	_, err := scheduler.ParseApp("app.yaml", []byte(spec))
+	if err == nil {
+		t.Fatal("got no error")
+	}
+	// Decoding errors come first and stop validation.
+	want := `app.yaml:6:33: roles[0].resource.memMB: unknown field; did you mean "mem_mb"?`
+	if err.Error() != want {
+		t.Errorf("got\n%s\nwant\n%s", err, want)
+	}
+	spec = strings.Replace(spec, ", memMB: 3", "", 1)
+	_, err = scheduler.ParseApp("app.yaml", []byte(spec))
+	want = `app.yaml:8:10: roles[0].args[0]: got "${replica}", unknown macro ${replica}; did you mean ${replica_id}?
+app.yaml:7:17: roles[0].retry_policy: got "ROLE", not supported: Volcano restarts one task or the whole job, not all the tasks of a role; want REPLICA (restart the failed replica) or APPLICATION (restart every role)
+app.yaml:6:30: roles[0].resource.mem_mb: must be > 0`
+	if err == nil || err.Error() != want {
+		t.Errorf("got\n%v\nwant\n%s", err, want)
+	}
+}
+
+func TestLoadApp(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "app.yaml")
+	if err := os.WriteFile(file, []byte("name: x\nroles:"+goodRole+"  num_replicas: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app, err := scheduler.LoadApp(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app.Dir != dir || app.File != file {
+		t.Errorf("got Dir %q, File %q, want %q, %q", app.Dir, app.File, dir, file)
+	}
+	if got := app.Roles[0].Replicas(); got != 3 {
+		t.Errorf("got %d replicas, want 3", got)
+	}
+	if _, err := scheduler.LoadApp(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("got %v, want a not-exist error", err)
+	}
+}
