@@ -1,0 +1,77 @@
+package main
+
+// This file defines the submission of a built job to a cluster, for "starpod run".
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/starpod/starpod/cluster"
+	"github.com/starpod/starpod/scheduler"
+	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+)
+
+// submitOptions configures submitJob.
+type submitOptions struct {
+	Kubeconfig, Context string
+	DryRunServer, Wait  bool
+	Output              string // the format of a server dry run's job: yaml or json
+}
+
+// submitJob submits job to the cluster that opts select, in the job's namespace or else the
+// context's. It prints the app's handle, or with DryRunServer the job as the API server
+// would have stored it (nothing is created). With Wait it then follows the app until it
+// ends, showing each change of state, and fails (exit 1) unless the app succeeded.
+func submitJob(ctx context.Context, a *app, job *vcbatch.Job, opts submitOptions) error {
+	c, err := cluster.Connect(cluster.Options{Kubeconfig: opts.Kubeconfig, Context: opts.Context})
+	if err != nil {
+		return err
+	}
+	got, err := c.Submit(ctx, job, cluster.SubmitOptions{DryRun: opts.DryRunServer})
+	if err != nil {
+		return err
+	}
+	if opts.DryRunServer {
+		out, err := scheduler.Marshal(got, opts.Output)
+		if err != nil {
+			return err
+		}
+		_, err = a.stdout.Write(out)
+		return err
+	}
+	h := cluster.Handle{Namespace: got.Namespace, AppID: got.Name}
+	fmt.Fprintln(a.stdout, h)
+	if !opts.Wait {
+		return nil
+	}
+	return waitApp(ctx, a, c, h)
+}
+
+// waitApp follows the app h names until it ends, showing its states on standard output: a
+// live block on a terminal, one line per change otherwise. It returns exit code 1 unless the
+// app succeeded.
+func waitApp(ctx context.Context, a *app, c *cluster.Client, h cluster.Handle) error {
+	h = c.Resolve(h)
+	p := cluster.NewProgress(a.stdout, liveOutput(a.stdout))
+	st, err := c.Wait(ctx, h, p.Update)
+	if err != nil {
+		return err
+	}
+	if st.State != cluster.Succeeded {
+		fmt.Fprintf(a.stderr, "starpod: app %s ended %s%s\n", h, st.State, reasonNote(st))
+		return &exitCodeError{exitError}
+	}
+	return nil
+}
+
+// reasonNote returns ": reason: message" from a status, as far as it has them.
+func reasonNote(st cluster.Status) string {
+	s := ""
+	if st.Reason != "" {
+		s += ": " + st.Reason
+	}
+	if st.Message != "" {
+		s += ": " + st.Message
+	}
+	return s
+}
