@@ -1,0 +1,57 @@
+package builtins
+
+// This file defines the yaml module.
+
+import (
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+	"sigs.k8s.io/yaml"
+)
+
+// YAML is a Starlark module of YAML functions, through sigs.k8s.io/yaml: values pass through
+// their JSON form, as Kubernetes reads and writes YAML. The module defines the following
+// functions:
+//
+//	encode(x) - Returns x as a YAML document, with dict keys sorted.
+//	decode(s) - Returns the value of the YAML document s; keys of dicts are sorted, and numbers without a fraction are ints.
+var YAML = &starlarkstruct.Module{
+	Name: "yaml",
+	Members: starlark.StringDict{
+		"encode": starlark.NewBuiltin("yaml.encode", yamlEncode),
+		"decode": starlark.NewBuiltin("yaml.decode", yamlDecode),
+	},
+}
+
+// yamlEncode implements yaml.encode(x).
+func yamlEncode(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var x starlark.Value
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "x", &x); err != nil {
+		return nil, err
+	}
+	data, err := marshal(x, "x")
+	if err != nil {
+		return nil, errorf(b, "%v", err)
+	}
+	out, err := yaml.JSONToYAML(data)
+	if err != nil {
+		return nil, errorf(b, "%v", err)
+	}
+	return starlark.String(out), nil
+}
+
+// yamlDecode implements yaml.decode(s).
+func yamlDecode(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var s string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "s", &s); err != nil {
+		return nil, err
+	}
+	data, err := yaml.YAMLToJSONStrict([]byte(s))
+	if err != nil {
+		return nil, errorf(b, "%v", err)
+	}
+	v, err := unmarshal(data)
+	if err != nil {
+		return nil, errorf(b, "%v", err)
+	}
+	return v, nil
+}
