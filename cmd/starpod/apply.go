@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/engine"
-	"github.com/starpod/starpod/internal/convert"
 	"github.com/starpod/starpod/internal/stream"
 )
 
@@ -145,22 +144,14 @@ func isPod(doc *stream.Document) bool {
 
 // decodePod decodes a Pod document strictly, reporting every problem with its field path.
 func decodePod(doc *stream.Document) (*corev1.Pod, error) {
-	v, err := convert.FromGo(doc.Object)
+	pod, err := engine.DecodePod(doc.Object)
 	if err != nil {
-		return nil, fmt.Errorf("%s:%d: %v", doc.File, doc.Line, err)
-	}
-	pod := new(corev1.Pod)
-	errs, err := convert.Decode(v, pod, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%s:%d: %v", doc.File, doc.Line, err)
-	}
-	if len(errs) > 0 {
 		var b strings.Builder
-		for i, fe := range errs {
+		for i, line := range strings.Split(err.Error(), "\n") {
 			if i > 0 {
 				b.WriteByte('\n')
 			}
-			fmt.Fprintf(&b, "%s:%d: invalid pod: %s: %s", doc.File, doc.Line, fe.Field, fe.Detail)
+			fmt.Fprintf(&b, "%s:%d: invalid pod: %s", doc.File, doc.Line, line)
 		}
 		return nil, errors.New(b.String())
 	}

@@ -75,7 +75,7 @@ limited in steps, time and memory, and validated strictly against the Pod schema
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(a)
-	root.SetArgs(args)
+	root.SetArgs(goStyleFlags(args))
 	err := root.Execute()
 	if err == nil {
 		return exitOK
@@ -84,9 +84,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.As(err, &code) {
 		return code.code
 	}
-	fmt.Fprintf(stderr, "starpod: %v\n", err)
+	fmt.Fprintln(stderr, err)
 	var usage *usageError
 	if errors.As(err, &usage) || isCobraUsageError(err) {
+		fmt.Fprintln(stderr, "Run 'starpod --help' for usage.")
 		return exitUsage
 	}
 	return exitError
@@ -108,4 +109,19 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// goStyleFlags lets "starpod test" take go test's single-dash -run flag.
+func goStyleFlags(args []string) []string {
+	if len(args) == 0 || args[0] != "test" {
+		return args
+	}
+	out := make([]string, len(args))
+	for i, arg := range args {
+		if arg == "-run" || strings.HasPrefix(arg, "-run=") {
+			arg = "-" + arg
+		}
+		out[i] = arg
+	}
+	return out
 }

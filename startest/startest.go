@@ -1,0 +1,457 @@
+// Package startest runs tests of overlays written in Starlark: the files named *_test.star,
+// whose functions named test_* check what overlays do to pods.
+//
+// A test file sees the overlay helpers of package builtins and three more names:
+//
+//	assert                          checks: assert.eq(got, want, msg=None), assert.ne(a, b, msg=None),
+//	                                assert.true(cond, msg=None), assert.contains(container, item, msg=None),
+//	                                assert.fails(fn, pattern) (fn() must fail with an error matching pattern)
+//	apply(overlay_file, pod, ctx=None)  the pod (a dict) after the overlay in overlay_file (a path relative to
+//	                                the test file); ctx is a dict of app_id, role, replica_id, num_replicas,
+//	                                scheduler and args
+//	pod_from_yaml(text)             the pod a YAML or JSON text describes, checked strictly
+//
+// A failed check is reported with its position and the test goes on; an error ends the test.
+// To run the tests of some files, use [Run].
+package startest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+	"go.starlark.net/syntax"
+	"sigs.k8s.io/yaml"
+
+	"github.com/starpod/starpod/builtins"
+	"github.com/starpod/starpod/engine"
+)
+
+// Options configures [Run]. The zero value runs every test quietly with the engine's defaults.
+type Options struct {
+	Run      *regexp.Regexp  // only tests whose names match; nil runs all
+	Verbose  bool            // report each test, as go test -v does
+	Engine   *engine.Options // options for the overlays that apply() compiles (Loader is set per file)
+	MaxSteps uint64          // execution steps of one test function; zero means 10,000,000
+	Timeout  time.Duration   // wall time of one test function; zero means 10s
+}
+
+// Find returns the *_test.star files that paths name: files as they are, directories searched
+// recursively. The result is sorted.
+func Find(paths []string) ([]string, error) {
+	seen := make(map[string]bool)
+	var files []string
+	for _, p := range paths {
+		p = strings.TrimSuffix(p, "/...")
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			if !seen[p] {
+				seen[p] = true
+				files = append(files, p)
+			}
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && path != p && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() && strings.HasSuffix(path, "_test.star") && !seen[path] {
+				seen[path] = true
+				files = append(files, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// Run runs the tests of every file, writing a report like go test's to w, and reports
+// whether all passed.
+func Run(files []string, w io.Writer, opts *Options) bool {
+	if opts == nil {
+		opts = &Options{}
+	}
+	ok := true
+	for _, file := range files {
+		if !runFile(file, w, opts) {
+			ok = false
+		}
+	}
+	return ok
+}
+
+// runner holds the state of one test file's run.
+type runner struct {
+	file     string
+	opts     *Options
+	overlays map[string]*engine.Overlay
+	failures []string // of the running test
+}
+
+func runFile(file string, w io.Writer, opts *Options) bool {
+	start := time.Now()
+	r := &runner{file: file, opts: opts, overlays: make(map[string]*engine.Overlay)}
+	fail := func(msg string) bool {
+		fmt.Fprintf(w, "%s\nFAIL\t%s\t%.3fs\n", msg, file, time.Since(start).Seconds())
+		return false
+	}
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return fail(err.Error())
+	}
+	predeclared := builtins.Predeclared()
+	predeclared["assert"] = r.assertModule()
+	predeclared["apply"] = starlark.NewBuiltin("apply", r.apply)
+	predeclared["pod_from_yaml"] = starlark.NewBuiltin("pod_from_yaml", podFromYAML)
+	_, prog, err := starlark.SourceProgramOptions(&syntax.FileOptions{Set: true}, file, src, predeclared.Has)
+	if err != nil {
+		return fail(err.Error())
+	}
+	loader := engine.DirLoader(filepath.Dir(file))
+	modules := make(map[string]starlark.StringDict)
+	thread := r.thread()
+	thread.Load = func(t *starlark.Thread, module string) (starlark.StringDict, error) {
+		from := t.CallFrame(0).Pos.Filename()
+		name, msrc, err := loader.Load(from, module)
+		if err != nil {
+			return nil, err
+		}
+		if g, ok := modules[name]; ok {
+			return g, nil
+		}
+		mthread := r.thread()
+		mthread.Load = t.Load
+		g, err := starlark.ExecFileOptions(&syntax.FileOptions{Set: true}, mthread, name, msrc, predeclared)
+		if err != nil {
+			return nil, err
+		}
+		g.Freeze()
+		modules[name] = g
+		return g, nil
+	}
+	globals, err := prog.Init(thread, predeclared)
+	if err != nil {
+		return fail(errorText(err))
+	}
+
+	type test struct {
+		name string
+		fn   *starlark.Function
+	}
+	var tests []test
+	for name, v := range globals {
+		if fn, ok := v.(*starlark.Function); ok && strings.HasPrefix(name, "test_") {
+			if opts.Run == nil || opts.Run.MatchString(name) {
+				tests = append(tests, test{name, fn})
+			}
+		}
+	}
+	sort.Slice(tests, func(i, j int) bool {
+		pi, pj := tests[i].fn.Position(), tests[j].fn.Position()
+		return pi.Line < pj.Line || pi.Line == pj.Line && tests[i].name < tests[j].name
+	})
+
+	passed := true
+	for _, t := range tests {
+		if opts.Verbose {
+			fmt.Fprintf(w, "=== RUN   %s\n", t.name)
+		}
+		tstart := time.Now()
+		r.failures = nil
+		thread := r.thread()
+		thread.Load = nil
+		if t.fn.NumParams() != 0 {
+			r.failures = append(r.failures, fmt.Sprintf("%s: %s takes parameters, want none", t.fn.Position(), t.name))
+		} else if _, err := starlark.Call(thread, t.fn, nil, nil); err != nil {
+			r.failures = append(r.failures, errorText(err))
+		}
+		d := time.Since(tstart).Seconds()
+		if len(r.failures) > 0 {
+			passed = false
+			fmt.Fprintf(w, "--- FAIL: %s (%.2fs)\n", t.name, d)
+			for _, f := range r.failures {
+				fmt.Fprintf(w, "    %s\n", strings.ReplaceAll(f, "\n", "\n    "))
+			}
+		} else if opts.Verbose {
+			fmt.Fprintf(w, "--- PASS: %s (%.2fs)\n", t.name, d)
+		}
+	}
+	if !passed {
+		fmt.Fprintf(w, "FAIL\t%s\t%.3fs\n", file, time.Since(start).Seconds())
+		return false
+	}
+	if len(tests) == 0 {
+		fmt.Fprintf(w, "ok  \t%s\t%.3fs [no tests to run]\n", file, time.Since(start).Seconds())
+		return true
+	}
+	fmt.Fprintf(w, "ok  \t%s\t%.3fs\n", file, time.Since(start).Seconds())
+	return true
+}
+
+// thread returns a thread bounded by the test limits.
+func (r *runner) thread() *starlark.Thread {
+	t := &starlark.Thread{Name: r.file}
+	steps := r.opts.MaxSteps
+	if steps == 0 {
+		steps = 10_000_000
+	}
+	t.SetMaxExecutionSteps(steps)
+	timeout := r.opts.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	time.AfterFunc(timeout, func() { t.Cancel("time limit exceeded") })
+	t.Print = func(t *starlark.Thread, msg string) {
+		pos := t.CallFrame(1).Pos
+		r.failures = append(r.failures, fmt.Sprintf("%s:%d: %s", pos.Filename(), pos.Line, msg))
+	}
+	return t
+}
+
+// errorText formats an error of a test: its position and message, and a backtrace.
+func errorText(err error) string {
+	if e, ok := err.(*starlark.EvalError); ok {
+		return e.Backtrace()
+	}
+	return err.Error()
+}
+
+// callerPos returns the position of the Starlark code that called the running builtin.
+func callerPos(thread *starlark.Thread) string {
+	pos := thread.CallFrame(1).Pos
+	return fmt.Sprintf("%s:%d", pos.Filename(), pos.Line)
+}
+
+func (r *runner) failf(thread *starlark.Thread, msg starlark.Value, format string, args ...any) {
+	text := fmt.Sprintf(format, args...)
+	if s, ok := msg.(starlark.String); ok && s != "" {
+		text = string(s) + ": " + text
+	}
+	r.failures = append(r.failures, callerPos(thread)+": "+text)
+}
+
+func (r *runner) assertModule() *starlarkstruct.Module {
+	return &starlarkstruct.Module{
+		Name: "assert",
+		Members: starlark.StringDict{
+			"eq": starlark.NewBuiltin("assert.eq", func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+				var got, want, msg starlark.Value = nil, nil, starlark.None
+				if err := starlark.UnpackArgs(b.Name(), args, kwargs, "got", &got, "want", &want, "msg?", &msg); err != nil {
+					return nil, err
+				}
+				eq, err := starlark.Equal(got, want)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %v", b.Name(), err)
+				}
+				if !eq {
+					r.failf(thread, msg, "got %s, want %s", got.String(), want.String())
+				}
+				return starlark.None, nil
+			}),
+			"ne": starlark.NewBuiltin("assert.ne", func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+				var x, y, msg starlark.Value = nil, nil, starlark.None
+				if err := starlark.UnpackArgs(b.Name(), args, kwargs, "x", &x, "y", &y, "msg?", &msg); err != nil {
+					return nil, err
+				}
+				eq, err := starlark.Equal(x, y)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %v", b.Name(), err)
+				}
+				if eq {
+					r.failf(thread, msg, "got %s, want anything else", x.String())
+				}
+				return starlark.None, nil
+			}),
+			"true": starlark.NewBuiltin("assert.true", func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+				var cond, msg starlark.Value = nil, starlark.None
+				if err := starlark.UnpackArgs(b.Name(), args, kwargs, "cond", &cond, "msg?", &msg); err != nil {
+					return nil, err
+				}
+				if !cond.Truth() {
+					r.failf(thread, msg, "got %s, want a true value", cond.String())
+				}
+				return starlark.None, nil
+			}),
+			"contains": starlark.NewBuiltin("assert.contains", func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+				var container, item, msg starlark.Value = nil, nil, starlark.None
+				if err := starlark.UnpackArgs(b.Name(), args, kwargs, "container", &container, "item", &item, "msg?", &msg); err != nil {
+					return nil, err
+				}
+				in, err := starlark.Binary(syntax.IN, item, container)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %v", b.Name(), err)
+				}
+				if !in.Truth() {
+					r.failf(thread, msg, "%s does not contain %s", container.String(), item.String())
+				}
+				return starlark.None, nil
+			}),
+			"fails": starlark.NewBuiltin("assert.fails", func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+				var fn starlark.Callable
+				var pattern string
+				if err := starlark.UnpackArgs(b.Name(), args, kwargs, "fn", &fn, "pattern", &pattern); err != nil {
+					return nil, err
+				}
+				re, err := regexp.Compile(pattern)
+				if err != nil {
+					return nil, fmt.Errorf("%s: bad pattern: %v", b.Name(), err)
+				}
+				_, err = starlark.Call(thread, fn, nil, nil)
+				switch {
+				case err == nil:
+					r.failf(thread, starlark.None, "evaluation succeeded unexpectedly (want error matching %q)", pattern)
+				case !re.MatchString(err.Error()):
+					r.failf(thread, starlark.None, "regular expression (%s) did not match error (%s)", pattern, err.Error())
+				}
+				return starlark.None, nil
+			}),
+		},
+	}
+}
+
+// apply implements apply(overlay_file, pod, ctx=None).
+func (r *runner) apply(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var file string
+	var podv starlark.Value
+	var ctxd *starlark.Dict
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "overlay_file", &file, "pod", &podv, "ctx?", &ctxd); err != nil {
+		return nil, err
+	}
+	o, err := r.overlay(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	pod, err := engine.DecodePodValue(podv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: invalid pod: %v", b.Name(), err)
+	}
+	env, err := envFromDict(ctxd)
+	if err != nil {
+		return nil, fmt.Errorf("%s: ctx: %v", b.Name(), err)
+	}
+	got, err := o.Apply(context.Background(), pod, env)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	return engine.PodValue(got)
+}
+
+// overlay compiles (once per run) the overlay in file, relative to the test file.
+func (r *runner) overlay(file string) (*engine.Overlay, error) {
+	path := file
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(filepath.Dir(r.file), file)
+	}
+	if o, ok := r.overlays[path]; ok {
+		return o, nil
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	opts := engine.Options{}
+	if r.opts.Engine != nil {
+		opts = *r.opts.Engine
+	}
+	if opts.Loader == nil {
+		opts.Loader = engine.DirLoader(filepath.Dir(path))
+	}
+	o, err := engine.Compile(path, src, &opts)
+	if err != nil {
+		return nil, err
+	}
+	r.overlays[path] = o
+	return o, nil
+}
+
+// envFromDict reads a ctx dict.
+func envFromDict(d *starlark.Dict) (*engine.Env, error) {
+	env := &engine.Env{}
+	if d == nil {
+		return env, nil
+	}
+	for _, item := range d.Items() {
+		k, ok := starlark.AsString(item[0])
+		if !ok {
+			return nil, fmt.Errorf("got %s key, want string", item[0].Type())
+		}
+		v := item[1]
+		var err error
+		switch k {
+		case "app_id":
+			env.AppID, err = str(v)
+		case "role":
+			env.Role, err = str(v)
+		case "scheduler":
+			env.Scheduler, err = str(v)
+		case "replica_id":
+			err = starlark.AsInt(v, &env.ReplicaID)
+		case "num_replicas":
+			err = starlark.AsInt(v, &env.NumReplicas)
+		case "args":
+			ad, ok := v.(*starlark.Dict)
+			if !ok {
+				return nil, fmt.Errorf("args: got %s, want dict", v.Type())
+			}
+			env.Args = make(map[string]string)
+			for _, kv := range ad.Items() {
+				ks, ok1 := starlark.AsString(kv[0])
+				vs, ok2 := starlark.AsString(kv[1])
+				if !ok1 || !ok2 {
+					return nil, fmt.Errorf("args: got %s: %s, want string: string", kv[0].Type(), kv[1].Type())
+				}
+				env.Args[ks] = vs
+			}
+		default:
+			return nil, fmt.Errorf("unknown key %q; want app_id, role, replica_id, num_replicas, scheduler or args", k)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", k, err)
+		}
+	}
+	return env, nil
+}
+
+func str(v starlark.Value) (string, error) {
+	s, ok := starlark.AsString(v)
+	if !ok {
+		return "", fmt.Errorf("got %s, want string", v.Type())
+	}
+	return s, nil
+}
+
+// podFromYAML implements pod_from_yaml(text).
+func podFromYAML(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var text string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "text", &text); err != nil {
+		return nil, err
+	}
+	var obj any
+	if err := yaml.Unmarshal([]byte(text), &obj); err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	pod, err := engine.DecodePod(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: invalid pod: %v", b.Name(), err)
+	}
+	return engine.PodValue(pod)
+}
