@@ -12,33 +12,33 @@
 //	append(list, *items) - Appends items to list (None counts as []) and returns the same list.
 //	merge(base, patch, lists="merge", keys=None) - Returns a new deep merge of patch into base.
 //	patch(value, ops) - Returns a new value with the RFC 6902 JSON Patch ops applied.
-//	strategic_merge(pod, patch) - Returns a new pod with a Kubernetes strategic merge patch applied.
+//	strategic_merge(pod, patch) - Returns a new pod with a Kubernetes strategic merge patch applied, as kubectl and kustomize apply it.
 //	get(value, path, default=None) - Returns the value at path, or default if it is missing.
-//	put(value, path, v) - Sets the value at path in place, creating missing dicts.
-//	remove(value, path) - Removes what path names in place; reports whether anything was removed.
-//	containers(pod, init=False) - Returns the live list of the pod's containers (or init containers).
-//	set_env(container, name, value) - Sets an environment variable of a container, by name.
-//	add_toleration(pod, key, operator="Exists", value=None, effect=None, toleration_seconds=None) - Adds a toleration unless the pod has it.
-//	add_volume(pod, volume, mount_path, containers=None, read_only=False, sub_path=None) - Adds a volume and mounts it.
-//	set_node_selector(pod, key, value) - Sets a node selector label.
-//	set_label(pod, key, value) - Sets a pod label; None removes it.
-//	set_annotation(pod, key, value) - Sets a pod annotation; None removes it.
-//	set_resources(container, requests=None, limits=None) - Sets resource requests and limits.
+//	put(value, path, v) - Sets the value at path to v in place, creating missing dicts.
+//	remove(value, path) - Removes what path names in place, and returns whether anything was removed.
+//	containers(pod, init=False) - Returns the pod's list of containers (or init containers), creating it if missing.
+//	set_env(container, name, value) - Sets the environment variable name of a container, replacing one of that name in place.
+//	add_toleration(pod, key, operator="Exists", value=None, effect=None, toleration_seconds=None) - Adds a toleration to the pod unless it has an equal one.
+//	add_volume(pod, volume, mount_path, containers=None, read_only=False, sub_path=None) - Adds a volume to the pod and mounts it at mount_path.
+//	set_node_selector(pod, key, value) - Sets a node selector label of the pod; None removes it.
+//	set_label(pod, key, value) - Sets a label of the pod; None removes it.
+//	set_annotation(pod, key, value) - Sets an annotation of the pod; None removes it.
+//	set_resources(container, requests=None, limits=None) - Sets resource requests and limits of a container.
 //
 // Modules:
 //
-//	quantity.parse(q) - Returns the canonical form of a Kubernetes quantity.
-//	quantity.cmp(a, b) - Compares two quantities: -1, 0 or 1.
+//	quantity.parse(q) - Returns the canonical form of the quantity q.
+//	quantity.cmp(a, b) - Returns -1, 0 or 1 as the quantity a is less than, equal to or greater than b.
 //	quantity.add(a, b) - Returns a + b.
 //	quantity.sub(a, b) - Returns a - b.
-//	quantity.mul(q, n) - Returns q * n.
-//	quantity.format(q, unit, precision=None) - Returns q written in unit.
-//	quantity.value(q, unit="") - Returns q as a number of units.
-//	yaml.encode(x) - Returns x as YAML.
-//	yaml.decode(s) - Returns the value of a YAML document.
+//	quantity.mul(q, n) - Returns q * n, for an int or float n.
+//	quantity.format(q, unit, precision=None) - Returns q written in unit, exactly, or rounded up to precision decimal places.
+//	quantity.value(q, unit="") - Returns q as a number of units: an int if it is whole, else a float.
+//	yaml.encode(x) - Returns x as a YAML document, with dict keys sorted.
+//	yaml.decode(s) - Returns the value of the YAML document s, with dict keys sorted and whole numbers as ints.
 //	json - The go.starlark.net/lib/json module: encode, decode, encode_indent, indent.
-//	math - The go.starlark.net/lib/math module.
-//	struct(**kwargs) - Returns an immutable struct (go.starlark.net/starlarkstruct).
+//	math - The go.starlark.net/lib/math module: ceil, floor, round, sqrt, pow, log, pi, ...
+//	struct(**kwargs) - Returns an immutable struct with the given fields (go.starlark.net/starlarkstruct).
 //
 // Builtins are named as scripts call them ("merge", "quantity.add"), and every error a
 // builtin returns starts with that name. All helpers are pure and deterministic: their only
@@ -107,3 +107,32 @@ func append_(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	}
 	return l, nil
 }
+
+var appendDocs = []Doc{{
+	Name:    "append",
+	Params:  "(list, *items)",
+	Summary: "Appends items to list (None counts as []) and returns the same list.",
+	Notes:   "It extends a list that may be missing in one line, and fails on a frozen list.",
+	Example: `pod = {"spec": {}}
+pod["spec"]["tolerations"] = append(pod["spec"].get("tolerations"), {"key": "gpu", "operator": "Exists"})
+pod`,
+	Result: `{"spec": {"tolerations": [{"key": "gpu", "operator": "Exists"}]}}`,
+}}
+
+var libraryDocs = []Doc{{
+	Name:    "json",
+	Summary: "The go.starlark.net/lib/json module: encode, decode, encode_indent, indent.",
+	Example: `json.encode({"a": [1, 2]})`,
+	Result:  `'{"a":[1,2]}'`,
+}, {
+	Name:    "math",
+	Summary: "The go.starlark.net/lib/math module: ceil, floor, round, sqrt, pow, log, pi, ...",
+	Example: `math.ceil(1.2)`,
+	Result:  `2`,
+}, {
+	Name:    "struct",
+	Params:  "(**kwargs)",
+	Summary: "Returns an immutable struct with the given fields (go.starlark.net/starlarkstruct).",
+	Example: `struct(a = 1, b = "x").b`,
+	Result:  `"x"`,
+}}

@@ -587,3 +587,23 @@ func at(p *field.Path) string {
 func errorf(b *starlark.Builtin, format string, args ...any) error {
 	return fmt.Errorf(b.Name()+": "+format, args...)
 }
+
+var mergeDocs = []Doc{{
+	Name:    "merge",
+	Params:  `(base, patch, lists="merge", keys=None)`,
+	Summary: "Returns a new deep merge of patch into base.",
+	Notes: "Dicts merge key by key, and a None in patch deletes the key; a dict against a list is an error, " +
+		"any other value is replaced. Lists merge by mode: `\"replace\"` takes patch's list, `\"append\"` " +
+		"concatenates, and `\"merge\"` (the default) merges the dict items that have the same key field and " +
+		"appends the rest. The key field of a list is `keys[path]`; else, when base is a pod (a dict whose kind " +
+		"is Pod, or that has spec or metadata and no kind), the Kubernetes patch merge key of the field " +
+		"(containers, env, volumes by name, volumeMounts by mountPath, ports by containerPort, ...); else " +
+		"`keys[\"\"]`; else `\"name\"` for a list the Pod schema does not describe. Pod lists without a merge key " +
+		"(tolerations, args) append. `lists` may be a dict from field path to mode, and `keys` a dict from field " +
+		"path to key field: `lists={\"spec.tolerations\": \"replace\", \"\": \"merge\"}`, " +
+		"`keys={\"spec.tolerations\": \"key\"}`. Field paths are dotted, without indexes (`spec.containers.env`), " +
+		"`\"\"` stands for every other list, and with a pod they must name list fields of a Pod.",
+	Example: `base = {"spec": {"containers": [{"name": "a", "env": [{"name": "X", "value": "1"}]}]}}
+merge(base, {"spec": {"containers": [{"name": "a", "env": [{"name": "X", "value": "2"}, {"name": "Y", "value": "3"}]}]}})`,
+	Result: `{"spec": {"containers": [{"name": "a", "env": [{"name": "X", "value": "2"}, {"name": "Y", "value": "3"}]}]}}`,
+}}

@@ -205,3 +205,25 @@ func unmarshal(data []byte) (starlark.Value, error) {
 	}
 	return convert.FromGo(v)
 }
+
+var patchDocs = []Doc{{
+	Name:    "patch",
+	Params:  "(value, ops)",
+	Summary: "Returns a new value with the RFC 6902 JSON Patch ops applied.",
+	Notes: "value is a dict or list, and ops a list of operations (add, remove, replace, move, copy, test; " +
+		"`/-` appends to a list) applied in order. A failing op is an error that names its index: " +
+		"`patch: op 2 (test /spec/x): testing value /spec/x failed: test failed`. As through JSON, the dict keys " +
+		"of the result are sorted and floats without a fraction become ints.",
+	Example: `patch({"spec": {"tolerations": []}}, [{"op": "add", "path": "/spec/tolerations/-", "value": {"key": "gpu", "operator": "Exists"}}])`,
+	Result:  `{"spec": {"tolerations": [{"key": "gpu", "operator": "Exists"}]}}`,
+}, {
+	Name:    "strategic_merge",
+	Params:  "(pod, patch)",
+	Summary: "Returns a new pod with a Kubernetes strategic merge patch applied, as kubectl and kustomize apply it.",
+	Notes: "The Pod schema gives the merge keys, and lists without one are replaced. The directives work: " +
+		"`$patch: delete|replace|merge`, `$retainKeys`, `$deleteFromPrimitiveList/<field>`, " +
+		"`$setElementOrder/<field>`. The dict keys of the result are sorted.",
+	Example: `pod = {"spec": {"containers": [{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}]}}
+strategic_merge(pod, {"spec": {"containers": [{"name": "b", "$patch": "delete"}]}})`,
+	Result: `{"spec": {"containers": [{"image": "a:1", "name": "a"}]}}`,
+}}

@@ -335,3 +335,34 @@ func removeAll(x starlark.Value, steps []step, p *field.Path) (bool, error) {
 	}
 	return true, nil
 }
+
+var pathDocs = []Doc{{
+	Name:    "get",
+	Params:  "(value, path, default=None)",
+	Summary: "Returns the value at path, or default if it is missing.",
+	Notes: "A missing key, an index out of range, no matching item or a None on the way gives default. With a " +
+		"`[*]` in the path, get returns the list of every value found. A step that does not fit the value " +
+		"(a field of a list) is an error.",
+	Example: `pod = {"spec": {"containers": [{"name": "trainer", "env": [{"name": "RANK", "value": "0"}]}]}}
+get(pod, "spec.containers[name=trainer].env[0].value")`,
+	Result: `"0"`,
+}, {
+	Name:    "put",
+	Params:  "(value, path, v)",
+	Summary: "Sets the value at path to v in place, creating missing dicts.",
+	Notes: "Every item that a `[*]` or a `[k=v]` selects is set. A selector that matches nothing or an index " +
+		"out of range is an error (with a did-you-mean), while a `[*]` over a missing or empty list does nothing.",
+	Example: `pod = {"metadata": {}}
+put(pod, 'metadata.labels["app.kubernetes.io/name"]', "trainer")
+pod`,
+	Result: `{"metadata": {"labels": {"app.kubernetes.io/name": "trainer"}}}`,
+}, {
+	Name:    "remove",
+	Params:  "(value, path)",
+	Summary: "Removes what path names in place, and returns whether anything was removed.",
+	Notes:   "It removes a dict key, or every list item that the last step selects. A missing path is not an error.",
+	Example: `pod = {"spec": {"containers": [{"name": "a", "env": [{"name": "X"}, {"name": "Y"}]}]}}
+remove(pod, "spec.containers[*].env[name=X]")
+pod`,
+	Result: `{"spec": {"containers": [{"name": "a", "env": [{"name": "Y"}]}]}}`,
+}}

@@ -494,3 +494,81 @@ func setResources(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	}
 	return starlark.None, nil
 }
+
+var podDocs = []Doc{{
+	Name:    "containers",
+	Params:  "(pod, init=False)",
+	Summary: "Returns the pod's list of containers (or init containers), creating it if missing.",
+	Notes:   "The list is the pod's own, so changing it or its items changes the pod.",
+	Example: `pod = {"spec": {"containers": [{"name": "a"}, {"name": "b"}]}}
+[c["name"] for c in containers(pod)]`,
+	Result: `["a", "b"]`,
+}, {
+	Name:    "set_env",
+	Params:  "(container, name, value)",
+	Summary: "Sets the environment variable name of a container, replacing one of that name in place.",
+	Notes:   "value is a string, an int (written in decimal), or a dict, which becomes valueFrom.",
+	Example: `c = {"name": "a", "env": [{"name": "X", "value": "1"}]}
+set_env(c, "X", "2")
+set_env(c, "POD_IP", {"fieldRef": {"fieldPath": "status.podIP"}})
+c["env"]`,
+	Result: `[{"name": "X", "value": "2"}, {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]`,
+}, {
+	Name:    "add_toleration",
+	Params:  `(pod, key, operator="Exists", value=None, effect=None, toleration_seconds=None)`,
+	Summary: "Adds a toleration to the pod unless it has an equal one.",
+	Notes: "An empty key with operator Exists tolerates every taint. A value needs operator `\"Equal\"`, and " +
+		"toleration_seconds needs effect `\"NoExecute\"`.",
+	Example: `pod = {"spec": {}}
+add_toleration(pod, "nvidia.com/gpu", effect = "NoSchedule")
+add_toleration(pod, "nvidia.com/gpu", effect = "NoSchedule")
+pod["spec"]["tolerations"]`,
+	Result: `[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]`,
+}, {
+	Name:    "add_volume",
+	Params:  "(pod, volume, mount_path, containers=None, read_only=False, sub_path=None)",
+	Summary: "Adds a volume to the pod and mounts it at mount_path.",
+	Notes: "volume is a dict with a name, upserted into spec.volumes by name. The mount is upserted by " +
+		"mountPath into every container, or into the containers and init containers named in the list " +
+		"containers; an unknown name is an error and changes nothing.",
+	Example: `pod = {"spec": {"containers": [{"name": "a"}]}}
+add_volume(pod, {"name": "shm", "emptyDir": {"medium": "Memory"}}, "/dev/shm")
+pod`,
+	Result: `{"spec": {"containers": [{"name": "a", "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}], "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}]}}`,
+}, {
+	Name:    "set_node_selector",
+	Params:  "(pod, key, value)",
+	Summary: "Sets a node selector label of the pod; None removes it.",
+	Example: `pod = {"spec": {}}
+set_node_selector(pod, "node.kubernetes.io/instance-type", "p4d.24xlarge")
+pod`,
+	Result: `{"spec": {"nodeSelector": {"node.kubernetes.io/instance-type": "p4d.24xlarge"}}}`,
+}, {
+	Name:    "set_label",
+	Params:  "(pod, key, value)",
+	Summary: "Sets a label of the pod; None removes it.",
+	Example: `pod = {"metadata": {"labels": {"old": "x"}}}
+set_label(pod, "team", "ml")
+set_label(pod, "old", None)
+pod["metadata"]["labels"]`,
+	Result: `{"team": "ml"}`,
+}, {
+	Name:    "set_annotation",
+	Params:  "(pod, key, value)",
+	Summary: "Sets an annotation of the pod; None removes it.",
+	Example: `pod = {}
+set_annotation(pod, "sidecar.istio.io/inject", "false")
+pod`,
+	Result: `{"metadata": {"annotations": {"sidecar.istio.io/inject": "false"}}}`,
+}, {
+	Name:    "set_resources",
+	Params:  "(container, requests=None, limits=None)",
+	Summary: "Sets resource requests and limits of a container.",
+	Notes: "requests and limits are dicts from resource name to quantity (a string, or an int), merged into " +
+		"the container's resources; a None quantity removes that resource. Quantities are stored in canonical " +
+		"form.",
+	Example: `c = {"name": "a"}
+set_resources(c, requests = {"cpu": "500m", "memory": "1024Mi"}, limits = {"nvidia.com/gpu": 8})
+c["resources"]`,
+	Result: `{"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": "8"}}`,
+}}

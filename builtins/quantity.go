@@ -19,12 +19,12 @@ import (
 // argument is a string or an int, and every quantity result is a string in canonical form.
 // The module defines the following functions:
 //
-//	parse(q) - Returns the canonical form of q: parse("1000m") == "1".
-//	cmp(a, b) - Returns -1, 0 or 1 as a is less than, equal to or greater than b.
+//	parse(q) - Returns the canonical form of the quantity q.
+//	cmp(a, b) - Returns -1, 0 or 1 as the quantity a is less than, equal to or greater than b.
 //	add(a, b) - Returns a + b.
 //	sub(a, b) - Returns a - b.
 //	mul(q, n) - Returns q * n, for an int or float n.
-//	format(q, unit, precision=None) - Returns q written in unit ("", "m", "k", "M", "G", "Ki", "Mi", "Gi", ...), exactly, or rounded up to precision decimal places.
+//	format(q, unit, precision=None) - Returns q written in unit, exactly, or rounded up to precision decimal places.
 //	value(q, unit="") - Returns q as a number of units: an int if it is whole, else a float.
 var Quantity = &starlarkstruct.Module{
 	Name: "quantity",
@@ -281,3 +281,48 @@ func quantityValue(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	f, _ := r.Float64()
 	return starlark.Float(f), nil
 }
+
+var quantityDocs = []Doc{{
+	Name:    "quantity.parse",
+	Params:  "(q)",
+	Summary: "Returns the canonical form of the quantity q.",
+	Example: `quantity.parse("1536Mi")`,
+	Result:  `"1536Mi"`,
+}, {
+	Name:    "quantity.cmp",
+	Params:  "(a, b)",
+	Summary: "Returns -1, 0 or 1 as the quantity a is less than, equal to or greater than b.",
+	Example: `quantity.cmp("1Gi", "1024Mi")`,
+	Result:  `0`,
+}, {
+	Name:    "quantity.add",
+	Params:  "(a, b)",
+	Summary: "Returns a + b.",
+	Example: `quantity.add("1Gi", "512Mi")`,
+	Result:  `"1536Mi"`,
+}, {
+	Name:    "quantity.sub",
+	Params:  "(a, b)",
+	Summary: "Returns a - b.",
+	Example: `quantity.sub("2", "500m")`,
+	Result:  `"1500m"`,
+}, {
+	Name:    "quantity.mul",
+	Params:  "(q, n)",
+	Summary: "Returns q * n, for an int or float n.",
+	Example: `quantity.mul("8Gi", 2)`,
+	Result:  `"16Gi"`,
+}, {
+	Name:    "quantity.format",
+	Params:  "(q, unit, precision=None)",
+	Summary: "Returns q written in unit, exactly, or rounded up to precision decimal places.",
+	Notes:   "unit is one of `\"\"`, `n`, `u`, `m`, `k`, `M`, `G`, `T`, `P`, `E`, `Ki`, `Mi`, `Gi`, `Ti`, `Pi`, `Ei`.",
+	Example: `quantity.format("1G", "Gi", precision = 2)`,
+	Result:  `"0.94Gi"`,
+}, {
+	Name:    "quantity.value",
+	Params:  `(q, unit="")`,
+	Summary: "Returns q as a number of units: an int if it is whole, else a float.",
+	Example: `quantity.value("2Gi", "Mi")`,
+	Result:  `2048`,
+}}

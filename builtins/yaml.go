@@ -13,7 +13,7 @@ import (
 // functions:
 //
 //	encode(x) - Returns x as a YAML document, with dict keys sorted.
-//	decode(s) - Returns the value of the YAML document s; keys of dicts are sorted, and numbers without a fraction are ints.
+//	decode(s) - Returns the value of the YAML document s, with dict keys sorted and whole numbers as ints.
 var YAML = &starlarkstruct.Module{
 	Name: "yaml",
 	Members: starlark.StringDict{
@@ -55,3 +55,18 @@ func yamlDecode(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	}
 	return v, nil
 }
+
+var yamlDocs = []Doc{{
+	Name:    "yaml.encode",
+	Params:  "(x)",
+	Summary: "Returns x as a YAML document, with dict keys sorted.",
+	Example: `yaml.encode({"b": [1, "x"], "a": True})`,
+	Result:  `"a: true\nb:\n- 1\n- x\n"`,
+}, {
+	Name:    "yaml.decode",
+	Params:  "(s)",
+	Summary: "Returns the value of the YAML document s, with dict keys sorted and whole numbers as ints.",
+	Notes:   "Duplicate keys are an error.",
+	Example: `yaml.decode("b: 1\na: [x, 2.5]\n")`,
+	Result:  `{"a": ["x", 2.5], "b": 1}`,
+}}
