@@ -11,6 +11,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/startest"
 )
 
 var update = flag.Bool("update", false, "rewrite expected.yaml files")
@@ -50,6 +52,21 @@ func TestExamples(t *testing.T) {
 	}
 	if n < 5 {
 		t.Errorf("found %d pod examples, want at least 5", n)
+	}
+}
+
+// TestStarlarkTests runs every example's *_test.star files, as starpod test does.
+func TestStarlarkTests(t *testing.T) {
+	files, err := startest.Find([]string{"."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 3 {
+		t.Errorf("found %d *_test.star files in the examples, want at least 3", len(files))
+	}
+	var out strings.Builder
+	if !startest.Run(files, &out, &startest.Options{Verbose: true}) {
+		t.Errorf("starpod test examples/... failed:\n%s", out.String())
 	}
 }
 
