@@ -12,7 +12,7 @@
 // [Config] (the run options, listed with their defaults in [ConfigOptions]; parse --cfg
 // settings with [ParseConfig]) and [BuildOptions]. For each role and replica, Build
 //
-//  1. builds the replica's pod from the role: one container named after the task
+//  1. builds the replica's pod from the role, with the bookkeeping labels of step 3: one container named after the task
 //     (<role>-<replica>), command [entrypoint] + args, env ("[FIELD_PATH]x" becomes a
 //     fieldRef), CPU, memory, GPU and device requests and limits, the instance-type node
 //     selector, a memory-backed /dev/shm, the mounts, the ports, restartPolicy Never, and
@@ -22,9 +22,10 @@
 //     once, with ctx = {app_id, role, replica_id, num_replicas, scheduler: "kubernetes",
 //     args};
 //  3. sets the bookkeeping labels (app.kubernetes.io/{name,instance,managed-by} and
-//     starpod.dev/{app-name,role-name,role-index,replica-id}). They are set after the
-//     overlays, so an overlay cannot change or remove them: whatever it writes there is
-//     replaced;
+//     starpod.dev/{app-name,role-name,role-index,replica-id}) again. The pod has them before
+//     the overlays too, so that an overlay can use them (in an affinity selector, say), but
+//     they are set again after the overlays, so an overlay cannot change or remove them:
+//     whatever it writes there is replaced;
 //  4. checks the pod's names and references.
 //
 // Each replica is one task of one pod, so that elastic roles (min_replicas) and per-replica

@@ -23,8 +23,9 @@ import (
 	busv1alpha1 "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 )
 
-// The labels that identify a job and its pods. Build sets them after the overlays have run,
-// so that no overlay can change them.
+// The labels that identify a job and its pods. Build sets them on each pod before the
+// overlays run, so that overlays can use them, and again after, so that no overlay can change
+// or remove them.
 const (
 	LabelName      = "app.kubernetes.io/name"       // the normalised app name
 	LabelInstance  = "app.kubernetes.io/instance"   // the app id (the job's name)
@@ -135,7 +136,19 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 				"num_replicas": strconv.Itoa(n),
 				"rank0_env":    "$(" + rank0Env(firstTask, rank0) + ")",
 			}
+			labels := map[string]string{
+				LabelName:      appName,
+				LabelInstance:  jobName,
+				LabelManagedBy: ManagedBy,
+				LabelAppName:   appName,
+				LabelRoleName:  r.Name,
+				LabelRoleIndex: strconv.Itoa(ri),
+				LabelReplicaID: strconv.Itoa(id),
+			}
 			pod := rolePod(r, name, m, &cfg, rank0)
+			// Overlays see the labels (to use them in affinity selectors, say), and
+			// whatever they do to them is undone below.
+			setPodLabels(pod, labels)
 			if chain := chains[ri]; len(chain) > 0 {
 				env := &engine.Env{
 					AppID:       jobName,
@@ -152,15 +165,7 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 				}
 				pod = out
 			}
-			setPodLabels(pod, map[string]string{
-				LabelName:      appName,
-				LabelInstance:  jobName,
-				LabelManagedBy: ManagedBy,
-				LabelAppName:   appName,
-				LabelRoleName:  r.Name,
-				LabelRoleIndex: strconv.Itoa(ri),
-				LabelReplicaID: strconv.Itoa(id),
-			})
+			setPodLabels(pod, labels)
 			if verrs := validatePod(pod); len(verrs) > 0 {
 				for _, e := range verrs {
 					errs = append(errs, &ReplicaError{Role: r.Name, ReplicaID: id, Err: e})

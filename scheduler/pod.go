@@ -37,7 +37,7 @@ func rolePod(r *Role, name string, m macroValues, cfg *Config, rank0 bool) *core
 	for _, e := range r.Env {
 		if path, ok := strings.CutPrefix(e.Value, FieldPathPrefix); ok {
 			c.Env = append(c.Env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{
-				FieldRef: &corev1.ObjectFieldSelector{FieldPath: path},
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path},
 			}})
 			continue
 		}

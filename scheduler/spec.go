@@ -165,6 +165,13 @@ func ParseApp(name string, data []byte) (*App, error) {
 		for _, err := range app.validate() {
 			d.errs = append(d.errs, &FieldError{Pos: d.position(err.Field), Err: err})
 		}
+		// Report in file order.
+		slices.SortStableFunc(d.errs, func(a, b *FieldError) int {
+			if a.Pos.Line != b.Pos.Line {
+				return a.Pos.Line - b.Pos.Line
+			}
+			return a.Pos.Col - b.Pos.Col
+		})
 	}
 	if len(d.errs) > 0 {
 		return nil, &SpecError{File: name, Errors: d.errs}
@@ -182,7 +189,7 @@ func (d *decoder) position(p string) Position {
 		}
 		i := strings.LastIndexAny(p, ".[")
 		if i < 0 {
-			return d.pos[""]
+			return d.pos[(*field.Path)(nil).String()]
 		}
 		p = p[:i]
 	}

@@ -36,8 +36,8 @@ func TestParseAppErrors(t *testing.T) {
 		{"not a mapping", `[1]`, []problem{{field.ErrorTypeTypeInvalid, "<nil>", 1, 1}}},
 		{"syntax", "name: [a\nroles: x\n", []problem{{field.ErrorTypeInvalid, "<nil>", 1, 1}}},
 		{"no name, no roles", `overlays: []`, []problem{
-			{field.ErrorTypeRequired, "name", 0, 0},
-			{field.ErrorTypeRequired, "roles", 0, 0},
+			{field.ErrorTypeRequired, "name", 1, 1},
+			{field.ErrorTypeRequired, "roles", 1, 1},
 		}},
 		{"unknown keys everywhere", `
 name: x
@@ -99,8 +99,6 @@ roles:
 `, []problem{
 			{field.ErrorTypeInvalid, "roles[0].name", 4, 9},
 			{field.ErrorTypeRequired, "roles[0].image", 5, 10},
-			{field.ErrorTypeInvalid, "roles[0].env[1X]", 13, 13},
-			{field.ErrorTypeInvalid, "roles[0].env[POD_IP]", 13, 24},
 			{field.ErrorTypeInvalid, "roles[0].min_replicas", 8, 17},
 			{field.ErrorTypeInvalid, "roles[0].max_retries", 9, 16},
 			{field.ErrorTypeInvalid, "roles[0].retry_policy", 10, 17},
@@ -113,6 +111,8 @@ roles:
 			{field.ErrorTypeInvalid, "roles[0].port_map[RDZV_PORT]", 12, 25},
 			{field.ErrorTypeInvalid, "roles[0].port_map[RDZV_PORT]", 12, 25},
 			{field.ErrorTypeInvalid, "roles[0].port_map[RDZV_PORT]", 12, 25},
+			{field.ErrorTypeInvalid, "roles[0].env[1X]", 13, 13},
+			{field.ErrorTypeInvalid, "roles[0].env[POD_IP]", 13, 24},
 		}},
 		{"retry policy", `
 name: x
@@ -120,8 +120,8 @@ roles:` + goodRole + `  retry_policy: replica
   num_replicas: 0
   min_replicas: 1
 `, []problem{
-			{field.ErrorTypeInvalid, "roles[0].num_replicas", 9, 17},
 			{field.ErrorTypeNotSupported, "roles[0].retry_policy", 8, 17},
+			{field.ErrorTypeInvalid, "roles[0].num_replicas", 9, 17},
 		}},
 		{"bad mounts", `
 name: x
@@ -132,8 +132,8 @@ roles:` + goodRole + `  mounts:
   - {type: nfs, src: /a, dst: /dev/shm}
   - {src: /a, dst: b}
 `, []problem{
-			{field.ErrorTypeForbidden, "roles[0].mounts[0].perm", 9, 47},
 			{field.ErrorTypeInvalid, "roles[0].mounts[0].src", 9, 23},
+			{field.ErrorTypeForbidden, "roles[0].mounts[0].perm", 9, 47},
 			{field.ErrorTypeInvalid, "roles[0].mounts[1].src", 10, 25},
 			{field.ErrorTypeDuplicate, "roles[0].mounts[1].dst", 10, 41},
 			{field.ErrorTypeForbidden, "roles[0].mounts[2].read_only", 11, 47},
@@ -198,9 +198,9 @@ roles:
 	}
 	spec = strings.Replace(spec, ", memMB: 3", "", 1)
 	_, err = scheduler.ParseApp("app.yaml", []byte(spec))
-	want = `app.yaml:8:10: roles[0].args[0]: got "${replica}", unknown macro ${replica}; did you mean ${replica_id}?
+	want = `app.yaml:6:30: roles[0].resource.mem_mb: must be > 0
 app.yaml:7:17: roles[0].retry_policy: got "ROLE", not supported: Volcano restarts one task or the whole job, not all the tasks of a role; want REPLICA (restart the failed replica) or APPLICATION (restart every role)
-app.yaml:6:30: roles[0].resource.mem_mb: must be > 0`
+app.yaml:8:10: roles[0].args[0]: got "${replica}", unknown macro ${replica}; did you mean ${replica_id}?`
 	if err == nil || err.Error() != want {
 		t.Errorf("got\n%v\nwant\n%s", err, want)
 	}
