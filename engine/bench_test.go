@@ -1,0 +1,131 @@
+package engine_test
+
+// This file defines the in-process benchmarks of the engine: an apply of the GPU overlay to the
+// shared training pod (testdata/pods/training.yaml) against the floor it is measured by, a
+// strict JSON round trip of the same pod. scripts/bench.sh prints them side by side.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/starpod/starpod/engine"
+)
+
+// benchPod returns the shared training pod.
+func benchPod(b *testing.B) *corev1.Pod {
+	b.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "pods", "training.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pod := new(corev1.Pod)
+	if err := yaml.UnmarshalStrict(data, pod); err != nil {
+		b.Fatal(err)
+	}
+	return pod
+}
+
+// benchOverlay returns the source of the GPU overlay example.
+func benchOverlay(b *testing.B) []byte {
+	b.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "examples", "gpu-tolerations", "overlay.star"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return src
+}
+
+// BenchmarkApply applies the GPU overlay, compiled once, to the training pod.
+func BenchmarkApply(b *testing.B) {
+	pod := benchPod(b)
+	o, err := engine.Compile("overlay.star", benchOverlay(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := o.Apply(ctx, pod, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkApplyParallel is BenchmarkApply from every CPU at once, with one compiled overlay.
+func BenchmarkApplyParallel(b *testing.B) {
+	pod := benchPod(b)
+	o, err := engine.Compile("overlay.star", benchOverlay(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			if _, err := o.Apply(ctx, pod, nil); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkJSONRoundTrip is the floor BenchmarkApply is measured against: json.Marshal of the
+// pod and a strict unmarshal of the text into a new pod.
+func BenchmarkJSONRoundTrip(b *testing.B) {
+	pod := benchPod(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		data, err := json.Marshal(pod)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var out corev1.Pod
+		strict, err := sigsjson.UnmarshalStrict(data, &out)
+		if err := errors.Join(append(strict, err)...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGoMutation is the physical floor: a deep copy and the overlay's change written in Go.
+func BenchmarkGoMutation(b *testing.B) {
+	pod := benchPod(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		p := pod.DeepCopy()
+		if p.Spec.NodeSelector == nil {
+			p.Spec.NodeSelector = map[string]string{}
+		}
+		p.Spec.NodeSelector["cloud.example.com/pool"] = "gpu-a100"
+		found := false
+		for _, t := range p.Spec.Tolerations {
+			if t.Key == "nvidia.com/gpu" && t.Operator == corev1.TolerationOpExists && t.Effect == corev1.TaintEffectNoSchedule {
+				found = true
+			}
+		}
+		if !found {
+			p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{
+				Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+		}
+	}
+}
+
+// BenchmarkCompile compiles the GPU overlay and runs its top level, as every run does once.
+func BenchmarkCompile(b *testing.B) {
+	src := benchOverlay(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := engine.Compile("overlay.star", src, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# Measures starpod and prints one table (Markdown):
+#
+#   - in process: µs/op and allocs/op of BenchmarkApply (the GPU overlay on the training pod,
+#     compiled once) and BenchmarkCompile against BenchmarkJSONRoundTrip of the same pod;
+#   - end to end: the median wall time and peak RSS of `starpod apply` over N copies of the
+#     training pod (distinct names) against `kubectl kustomize` with the equivalent strategic-merge
+#     patch and against ytt with the equivalent overlay, with ratios.
+#
+# kubectl and ytt rows are skipped when the tool is absent. Set YTT_INSTALL=1 to install ytt
+# v0.52.0 with `go install` into a temporary directory when it is not on PATH.
+#
+# Settings (environment): SIZES (default "1000 10000"), RUNS (runs per measurement, median
+# taken; default 3), SLOW_RUNS (runs of kubectl and ytt at sizes above 1000; default 1),
+# BENCHTIME (go test -benchtime; default 1s), COUNT (go test -count, median taken; default 5).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+SIZES=${SIZES:-"1000 10000"}
+RUNS=${RUNS:-3}
+SLOW_RUNS=${SLOW_RUNS:-1}
+BENCHTIME=${BENCHTIME:-1s}
+COUNT=${COUNT:-5}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+timer=/usr/bin/time
+if [ ! -x "$timer" ]; then
+	echo "bench: /usr/bin/time is missing; install it with: apt-get install -y time" >&2
+	exit 2
+fi
+
+# --- in process -----------------------------------------------------------------------------
+
+echo "running go test -bench (count $COUNT, benchtime $BENCHTIME)..." >&2
+go test -run '^$' -bench '^Benchmark(Apply|ApplyParallel|JSONRoundTrip|GoMutation|Compile)$' \
+	-benchtime "$BENCHTIME" -count "$COUNT" ./engine/ >"$tmp/bench.txt"
+
+# median NAME FIELD prints the median of the value before unit FIELD (ns/op, allocs/op) of
+# benchmark NAME.
+median_bench() {
+	awk -v name="$1" -v unit="$2" '
+		$1 ~ "^Benchmark" name "(-[0-9]+)?$" { for (i = 2; i < NF; i++) if ($(i+1) == unit) print $i }
+	' "$tmp/bench.txt" | sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
+}
+
+json_ns=$(median_bench JSONRoundTrip ns/op)
+json_allocs=$(median_bench JSONRoundTrip allocs/op)
+
+echo
+echo "In process (medians of $COUNT runs of go test -bench; training pod, GPU overlay)"
+echo
+echo "| benchmark | µs/op | allocs/op | time vs JSON round trip | allocs vs JSON round trip |"
+echo "|---|---:|---:|---:|---:|"
+for name in JSONRoundTrip Apply ApplyParallel Compile GoMutation; do
+	ns=$(median_bench "$name" ns/op)
+	allocs=$(median_bench "$name" allocs/op)
+	[ -n "$ns" ] || continue
+	awk -v n="$name" -v ns="$ns" -v a="$allocs" -v jn="$json_ns" -v ja="$json_allocs" 'BEGIN {
+		printf "| %s | %.1f | %d | %.2f× | %.2f× |\n", n, ns / 1000, a, ns / jn, a / ja
+	}'
+done
+
+# --- end to end -----------------------------------------------------------------------------
+
+echo "building starpod..." >&2
+go build -o "$tmp/starpod" ./cmd/starpod
+
+ytt=$(command -v ytt || true)
+if [ -z "$ytt" ] && [ "${YTT_INSTALL:-0}" = 1 ]; then
+	echo "installing ytt v0.52.0..." >&2
+	# go install ytt@v0.52.0 asks the proxy for the module's version list, which it refuses;
+	# download the version and build it instead.
+	if src=$(go mod download -json carvel.dev/ytt@v0.52.0 | awk -F'"' '$2 == "Dir" { print $4 }') &&
+		[ -n "$src" ] && GOFLAGS=-mod=mod go build -C "$src" -o "$tmp/bin/ytt" ./cmd/ytt >&2; then
+		ytt=$tmp/bin/ytt
+	fi
+fi
+kubectl=$(command -v kubectl || true)
+
+# The change every tool makes: select the GPU pool and tolerate its taint (the
+# gpu-tolerations example).
+cp examples/gpu-tolerations/overlay.star "$tmp/overlay.star"
+
+# A strategic-merge patch replaces a list without a patch merge key, such as tolerations,
+# whole: it lists the tolerations the pod has and the new one (which the training pod has
+# already, so the overlay keeps the list as it is).
+cat >"$tmp/patch.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: any
+spec:
+  nodeSelector:
+    cloud.example.com/pool: gpu-a100
+  tolerations:
+  - key: nvidia.com/gpu
+    operator: Exists
+    effect: NoSchedule
+  - key: cloud.google.com/gke-preemptible
+    operator: Equal
+    value: "true"
+    effect: NoSchedule
+    tolerationSeconds: 300
+EOF
+
+cat >"$tmp/ytt-overlay.yaml" <<'EOF'
+#@ load("@ytt:overlay", "overlay")
+#@overlay/match by=overlay.subset({"kind": "Pod"}), expects="1+"
+---
+spec:
+  #@overlay/match missing_ok=True
+  nodeSelector:
+    #@overlay/match missing_ok=True
+    cloud.example.com/pool: gpu-a100
+  tolerations:
+  #@overlay/match by=overlay.subset({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}), missing_ok=True
+  - key: nvidia.com/gpu
+    operator: Exists
+    effect: NoSchedule
+EOF
+
+# pods N writes N copies of the training pod, named pod-0 ... pod-(N-1), without comments.
+pods() {
+	grep -v '^#' testdata/pods/training.yaml >"$tmp/pod.yaml"
+	awk -v n="$1" -v f="$tmp/pod.yaml" 'BEGIN {
+		while ((getline line < f) > 0) lines[++k] = line
+		for (i = 0; i < n; i++) {
+			if (i > 0) print "---"
+			for (j = 1; j <= k; j++) {
+				l = lines[j]
+				if (l ~ /^  name: llama-ft-trainer-0$/) l = "  name: pod-" i
+				print l
+			}
+		}
+	}'
+}
+
+# measure RUNS CMD... runs CMD (output to a file) RUNS times and prints "seconds kib": the
+# median wall time and the largest peak RSS.
+measure() {
+	local runs=$1
+	shift
+	local i
+	: >"$tmp/times"
+	for ((i = 0; i < runs; i++)); do
+		if ! "$timer" -f '%e %M' -o "$tmp/time1" "$@" >"$tmp/out.yaml" 2>"$tmp/err"; then
+			echo "bench: $* failed:" >&2
+			cat "$tmp/err" >&2
+			return 1
+		fi
+		cat "$tmp/time1" >>"$tmp/times"
+	done
+	sort -g "$tmp/times" | awk '{ t[NR] = $1; if ($2 > m) m = $2 } END { print t[int((NR + 1) / 2)], m }'
+}
+
+echo
+echo "End to end (GPU overlay on N training pods with distinct names; median wall time of $RUNS runs, $SLOW_RUNS for other tools above 1,000 pods; peak RSS)"
+echo
+echo "| pods | tool | wall s | peak RSS MiB | starpod faster by |"
+echo "|---:|---|---:|---:|---:|"
+for n in $SIZES; do
+	dir=$tmp/n$n
+	mkdir -p "$dir"
+	pods "$n" >"$dir/pods.yaml"
+	cat >"$dir/kustomization.yaml" <<EOF
+resources:
+- pods.yaml
+patches:
+- target:
+    kind: Pod
+  path: patch.yaml
+EOF
+	cp "$tmp/patch.yaml" "$dir/patch.yaml"
+	slow=$RUNS
+	if [ "$n" -gt 1000 ]; then slow=$SLOW_RUNS; fi
+
+	echo "measuring $n pods..." >&2
+	read -r s_t s_m < <(measure "$RUNS" "$tmp/starpod" apply --overlay-script "$tmp/overlay.star" -f "$dir/pods.yaml")
+	docs=$(grep -c '^kind: Pod' "$tmp/out.yaml")
+	if [ "$docs" != "$n" ]; then
+		echo "bench: starpod wrote $docs pods, want $n" >&2
+		exit 1
+	fi
+	awk -v n="$n" -v t="$s_t" -v m="$s_m" 'BEGIN { printf "| %d | starpod apply | %.2f | %.1f | |\n", n, t, m / 1024 }'
+	if [ -n "$kubectl" ]; then
+		read -r k_t k_m < <(measure "$slow" "$kubectl" kustomize "$dir")
+		awk -v n="$n" -v t="$k_t" -v m="$k_m" -v st="$s_t" 'BEGIN {
+			printf "| %d | kubectl kustomize | %.2f | %.1f | %.1f× |\n", n, t, m / 1024, t / st }'
+	fi
+	if [ -n "$ytt" ]; then
+		read -r y_t y_m < <(measure "$slow" "$ytt" -f "$dir/pods.yaml" -f "$tmp/ytt-overlay.yaml")
+		awk -v n="$n" -v t="$y_t" -v m="$y_m" -v st="$s_t" 'BEGIN {
+			printf "| %d | ytt | %.2f | %.1f | %.1f× |\n", n, t, m / 1024, t / st }'
+	fi
+done
+echo
+echo "Machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(go version | awk '{ print $3, $4 }')"
+[ -z "$kubectl" ] || echo "kubectl: $("$kubectl" version --client 2>/dev/null | head -1)"
+[ -z "$ytt" ] || echo "ytt: $("$ytt" version 2>/dev/null | head -1)"
