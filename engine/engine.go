@@ -72,6 +72,20 @@ type Options struct {
 
 	// Loader resolves load statements. Nil makes every load fail with an error.
 	Loader Loader
+
+	// Isolation says where the overlay compiles and applies: InProcess (the zero value) or
+	// in a WorkerProcess with a memory limit. See [Isolation].
+	Isolation Isolation
+
+	// MaxMemory bounds, in bytes, the memory of the worker process of an overlay compiled
+	// with WorkerProcess isolation. Zero means DefaultMaxMemory. In-process overlays are not
+	// bounded in memory.
+	MaxMemory int64
+
+	// Workers is the pool of worker processes for WorkerProcess isolation. Nil means a
+	// pool shared by the whole program that re-executes the program itself, which must then
+	// call [ServeWorkerIfRequested] first thing in main.
+	Workers *WorkerPool
 }
 
 func (o *Options) maxSteps() uint64 {
@@ -152,6 +166,7 @@ type Overlay struct {
 	takes   int                            // 1 for overlay(pod), 2 for overlay(pod, ctx)
 	pos     syntax.Position                // where overlay is defined
 	opts    Options
+	remote  *remote // set for WorkerProcess isolation
 }
 
 // Name returns the name the overlay was compiled with, usually its file name.
@@ -164,6 +179,9 @@ func (o *Overlay) Name() string { return o.name }
 func Compile(name string, src []byte, opts *Options) (*Overlay, error) {
 	if opts == nil {
 		opts = &Options{}
+	}
+	if opts.Isolation == WorkerProcess {
+		return compileWorker(name, src, opts)
 	}
 	o := &Overlay{name: name, opts: *opts,
 		modules: make(map[string]starlark.StringDict), loads: make(map[loadKey]string)}
@@ -314,6 +332,13 @@ func (o *Overlay) load(thread *starlark.Thread, module string) (starlark.StringD
 // Apply runs the overlay on pod and returns the resulting pod; pod itself is not changed.
 // env is what the script sees as ctx (nil gives empty values). It returns an *Error.
 func (o *Overlay) Apply(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1.Pod, error) {
+	if o.remote != nil {
+		pods, err := o.applyWorker(ctx, []*corev1.Pod{pod}, env)
+		if err != nil {
+			return nil, err
+		}
+		return pods[0], nil
+	}
 	in, err := convert.ToStarlark(pod)
 	if err != nil {
 		return nil, &Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %w", err)}

@@ -1,0 +1,573 @@
+package engine
+
+// This file defines process isolation: overlays that compile and apply in worker processes
+// with a memory limit, and the pool of workers they share.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.starlark.net/syntax"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Isolation says where an overlay runs.
+type Isolation int
+
+const (
+	// InProcess runs overlays in the calling process, bounded in steps, wall time and result
+	// size but not in memory: one Starlark step can allocate without bound, and a Go process
+	// that runs out of memory dies. It is the default of library callers, which need not set
+	// up a worker.
+	InProcess Isolation = iota
+
+	// WorkerProcess compiles and applies overlays in worker processes that limit their own
+	// memory (Options.MaxMemory) before they read a script. A worker that runs out of memory
+	// dies and is replaced, and the caller gets an *Error wrapping a *LimitError whose Limit
+	// is "memory". The starpod command uses it by default.
+	WorkerProcess
+)
+
+// DefaultMaxMemory is the memory limit of a worker process when Options.MaxMemory is zero.
+const DefaultMaxMemory = 512 << 20
+
+// workerGrace is how long past its own time limit the parent waits for a worker's answer
+// before it kills the worker.
+const workerGrace = time.Second
+
+func (o *Options) maxMemory() int64 {
+	if o.MaxMemory <= 0 {
+		return DefaultMaxMemory
+	}
+	return o.MaxMemory
+}
+
+// FormatSize formats a number of bytes as the Kubernetes quantity it is written as most
+// simply: 512Mi, 2Gi, 1000.
+func FormatSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"Ei", 1 << 60}, {"Pi", 1 << 50}, {"Ti", 1 << 40}, {"Gi", 1 << 30}, {"Mi", 1 << 20}, {"Ki", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d%s", n/u.size, u.suffix)
+		}
+	}
+	return fmt.Sprint(n)
+}
+
+// WorkerPoolOptions configures [NewWorkerPool].
+type WorkerPoolOptions struct {
+	// Path is the program to run as a worker. Empty means the running program
+	// (os.Executable), which must call [ServeWorkerIfRequested] at the top of main.
+	Path string
+
+	// Args are the arguments of the worker program, e.g. {"worker"} for the starpod
+	// binary's hidden worker subcommand, which calls [ServeWorker].
+	Args []string
+
+	// Size bounds the number of worker processes alive at once. Zero means
+	// runtime.GOMAXPROCS(0).
+	Size int
+}
+
+// A WorkerPool starts, reuses and replaces the worker processes of overlays compiled with
+// [WorkerProcess] isolation. Workers stay alive across applies; a worker that dies (of a memory
+// limit, or killed for not answering in time) is replaced by a new one on demand. A WorkerPool
+// is safe for concurrent use.
+type WorkerPool struct {
+	path string
+	args []string
+	size int
+
+	mu     sync.Mutex
+	cond   *sync.Cond
+	idle   map[int64][]*worker // by memory limit
+	alive  int
+	closed bool
+
+	started atomic.Int64
+	peak    atomic.Int64 // the highest peak resident set size of any worker, in bytes
+}
+
+// NewWorkerPool returns a pool of worker processes. Nil options are the zero options.
+func NewWorkerPool(opts *WorkerPoolOptions) *WorkerPool {
+	if opts == nil {
+		opts = &WorkerPoolOptions{}
+	}
+	p := &WorkerPool{path: opts.Path, args: append([]string(nil), opts.Args...), size: opts.Size,
+		idle: make(map[int64][]*worker)}
+	if p.size <= 0 {
+		p.size = runtime.GOMAXPROCS(0)
+	}
+	p.cond = sync.NewCond(&p.mu)
+	return p
+}
+
+// defaultPool is the pool of overlays whose Options.Workers is nil.
+var defaultPool = sync.OnceValue(func() *WorkerPool { return NewWorkerPool(nil) })
+
+// Close stops the idle workers of p and every busy one when its apply ends. Applies after
+// Close fail.
+func (p *WorkerPool) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	var ws []*worker
+	for _, idle := range p.idle {
+		ws = append(ws, idle...)
+	}
+	p.idle = make(map[int64][]*worker)
+	p.alive -= len(ws)
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	for _, w := range ws {
+		w.stop()
+	}
+	return nil
+}
+
+// WorkerStats describes the workers of a pool.
+type WorkerStats struct {
+	Started int   // workers started since the pool was made
+	Alive   int   // workers alive now, busy or idle
+	Idle    int   // workers alive and waiting for work
+	PeakRSS int64 // the highest peak resident set size of any worker seen so far, in bytes
+}
+
+// Stats returns the pool's counts. Peak memory is known for workers that have exited and for
+// workers between applies.
+func (p *WorkerPool) Stats() WorkerStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := WorkerStats{Started: int(p.started.Load()), Alive: p.alive, PeakRSS: p.peak.Load()}
+	for _, ws := range p.idle {
+		s.Idle += len(ws)
+	}
+	return s
+}
+
+func (p *WorkerPool) notePeak(n int64) {
+	for {
+		old := p.peak.Load()
+		if n <= old || p.peak.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+var errPoolClosed = errors.New("the worker pool is closed")
+
+// get returns an idle worker with the memory limit, or a new one.
+func (p *WorkerPool) get(limit int64) (*worker, error) {
+	p.mu.Lock()
+	for {
+		if p.closed {
+			p.mu.Unlock()
+			return nil, errPoolClosed
+		}
+		if ws := p.idle[limit]; len(ws) > 0 {
+			w := ws[len(ws)-1]
+			p.idle[limit] = ws[:len(ws)-1]
+			p.mu.Unlock()
+			return w, nil
+		}
+		if p.alive < p.size {
+			p.alive++
+			p.mu.Unlock()
+			w, err := p.start(limit)
+			if err != nil {
+				p.mu.Lock()
+				p.alive--
+				p.cond.Broadcast()
+				p.mu.Unlock()
+				return nil, err
+			}
+			return w, nil
+		}
+		// Make room by stopping an idle worker with another limit.
+		var evict *worker
+		for l, ws := range p.idle {
+			if len(ws) > 0 {
+				evict = ws[len(ws)-1]
+				p.idle[l] = ws[:len(ws)-1]
+				p.alive--
+				break
+			}
+		}
+		if evict != nil {
+			go evict.stop()
+			continue
+		}
+		p.cond.Wait()
+	}
+}
+
+// put returns a worker to the pool after an apply, or retires it if it is dead.
+func (p *WorkerPool) put(w *worker) {
+	if !w.dead {
+		p.notePeak(peakRSS(w.cmd.Process.Pid))
+	}
+	p.mu.Lock()
+	if w.dead || p.closed {
+		p.alive--
+		p.cond.Broadcast()
+		p.mu.Unlock()
+		w.stop()
+		return
+	}
+	p.idle[w.limit] = append(p.idle[w.limit], w)
+	p.cond.Signal()
+	p.mu.Unlock()
+}
+
+// A worker is one worker process.
+type worker struct {
+	pool    *WorkerPool
+	limit   int64
+	cmd     *exec.Cmd
+	in      *bufio.Writer
+	inFile  *os.File
+	out     *bufio.Reader
+	outFile *os.File
+	stderr  *tail
+	scripts map[string]bool // the scripts the worker has compiled
+	exited  chan struct{}   // closed when the process has exited
+	dead    bool
+}
+
+// start starts a worker process with the memory limit.
+func (p *WorkerPool) start(limit int64) (*worker, error) {
+	path := p.path
+	if path == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("starting an overlay worker: %v", err)
+		}
+		path = exe
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(path, p.args...)
+	cmd.Env = append(os.Environ(), workerEnv+"=1", fmt.Sprintf("%s=%d", workerMemoryEnv, limit))
+	cmd.Stdin, cmd.Stdout = inR, outW
+	w := &worker{pool: p, limit: limit, cmd: cmd, inFile: inW, outFile: outR,
+		in: bufio.NewWriterSize(inW, 64<<10), out: bufio.NewReaderSize(outR, 64<<10),
+		stderr: &tail{max: 8 << 10}, scripts: make(map[string]bool), exited: make(chan struct{})}
+	cmd.Stderr = w.stderr
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("starting an overlay worker: %v", err)
+	}
+	p.started.Add(1)
+	go func() {
+		cmd.Wait()
+		removeCgroup(cmd.Process.Pid)
+		p.notePeak(exitPeakRSS(cmd.ProcessState))
+		close(w.exited)
+	}()
+	return w, nil
+}
+
+// stop ends the worker: it closes its input, which makes a healthy worker exit, and kills it
+// if it has not exited soon after.
+func (w *worker) stop() {
+	w.inFile.Close()
+	select {
+	case <-w.exited:
+	case <-time.After(workerGrace):
+		w.cmd.Process.Kill()
+		<-w.exited
+	}
+	w.outFile.Close()
+}
+
+// A workerFailure says why a worker gave no answer.
+type workerFailure int
+
+const (
+	failTime   workerFailure = iota + 1 // killed by the parent for not answering in time
+	failCtx                             // killed because the caller's context ended
+	failMemory                          // died of its memory limit
+	failOther                           // died otherwise
+)
+
+// call sends req and waits at most deadline for the answer, passing print() output to print.
+// On failure the worker is dead, and the failure says why.
+func (w *worker) call(ctx context.Context, req *wireRequest, deadline time.Duration, print func(*wirePrint)) (*wireResponse, workerFailure, error) {
+	var reason atomic.Int32
+	kill := func(r workerFailure) {
+		reason.CompareAndSwap(0, int32(r))
+		w.cmd.Process.Kill()
+	}
+	timer := time.AfterFunc(deadline, func() { kill(failTime) })
+	stopCtx := context.AfterFunc(ctx, func() { kill(failCtx) })
+	defer func() {
+		timer.Stop()
+		stopCtx()
+	}()
+	err := writeFrame(w.in, req)
+	for err == nil {
+		resp := new(wireResponse)
+		if err = readFrame(w.out, resp); err != nil {
+			break
+		}
+		if resp.Print != nil {
+			if print != nil {
+				print(resp.Print)
+			}
+			continue
+		}
+		if !resp.Done {
+			err = errors.New("malformed answer")
+			break
+		}
+		return resp, 0, nil
+	}
+	// The worker died or broke the protocol: make sure it is gone and find out why.
+	w.dead = true
+	w.cmd.Process.Kill()
+	<-w.exited
+	if r := workerFailure(reason.Load()); r != 0 {
+		return nil, r, nil
+	}
+	stderr := w.stderr.String()
+	if bytes.Contains([]byte(stderr), []byte("out of memory")) ||
+		bytes.Contains([]byte(stderr), []byte("cannot allocate memory")) ||
+		bytes.Contains([]byte(stderr), []byte("stack overflow")) ||
+		bytes.Contains([]byte(stderr), []byte("pthread_create failed")) || // no memory for a thread stack
+		killedByOOM(w.cmd.ProcessState) {
+		return nil, failMemory, nil
+	}
+	msg := w.cmd.ProcessState.String()
+	if line := lastLine(stderr); line != "" {
+		msg += ": " + line
+	}
+	return nil, failOther, fmt.Errorf("overlay worker failed: %s", msg)
+}
+
+// lastLine returns the last line of s that is not empty.
+func lastLine(s string) string {
+	lines := bytes.Split(bytes.TrimSpace([]byte(s)), []byte("\n"))
+	return string(lines[len(lines)-1])
+}
+
+// A tail keeps the first and the last bytes written to it, up to max each.
+type tail struct {
+	mu         sync.Mutex
+	max        int
+	head, last []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	if room := t.max - len(t.head); room > 0 {
+		k := min(room, len(p))
+		t.head = append(t.head, p[:k]...)
+		p = p[k:]
+	}
+	t.last = append(t.last, p...)
+	if len(t.last) > t.max {
+		t.last = append(t.last[:0], t.last[len(t.last)-t.max:]...)
+	}
+	return n, nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.head) + string(t.last)
+}
+
+// remote is the part of an Overlay compiled for a worker.
+type remote struct {
+	script *wireScript
+	pool   *WorkerPool
+	limit  int64
+	print  func(pos syntax.Position, msg string)
+}
+
+// compileWorker compiles an overlay in a worker process. The parent resolves the script's
+// load statements with opts.Loader, without running anything, and the worker compiles the
+// script with the answers.
+func compileWorker(name string, src []byte, opts *Options) (*Overlay, error) {
+	d := &wireScript{Name: name, Src: src, HasLoader: opts.Loader != nil,
+		MaxSteps: opts.MaxSteps, Timeout: opts.Timeout, MaxResultBytes: opts.MaxResultBytes,
+		Print: opts.Print != nil}
+	if opts.Loader != nil {
+		d.Loads = recordLoads(name, src, opts.Loader)
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		return nil, &Error{Overlay: name, Err: err}
+	}
+	sum := sha256.Sum256(data)
+	d.Key = hex.EncodeToString(sum[:])
+	pool := opts.Workers
+	if pool == nil {
+		pool = defaultPool()
+	}
+	o := &Overlay{name: name, opts: *opts,
+		remote: &remote{script: d, pool: pool, limit: opts.maxMemory(), print: opts.Print}}
+	// Compile now, to report errors (and limits hit by the top level) at once.
+	deadline := time.Duration(len(d.Loads)+1)*opts.timeout() + workerGrace
+	if _, err := o.callWorker(context.Background(), nil, nil, deadline); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// recordLoads asks loader every question the linker will ask when it compiles the script
+// name, without running any module: it parses each file to find its load statements.
+func recordLoads(name string, src []byte, loader Loader) []wireLoad {
+	var out []wireLoad
+	asked := make(map[loadKey]bool)
+	seen := map[string]bool{name: true}
+	var walk func(name string, src []byte)
+	walk = func(name string, src []byte) {
+		prog, err := compileProgram(name, src)
+		if err != nil {
+			return // the worker reports it
+		}
+		for i := 0; i < prog.NumLoads(); i++ {
+			module, _ := prog.Load(i)
+			key := loadKey{name, module}
+			if asked[key] {
+				continue
+			}
+			asked[key] = true
+			resolved, msrc, err := loader.Load(name, module)
+			ld := wireLoad{From: name, Module: module, Name: resolved, Src: msrc}
+			if err != nil {
+				ld = wireLoad{From: name, Module: module, Err: err.Error()}
+			}
+			out = append(out, ld)
+			if err != nil || seen[resolved] {
+				continue
+			}
+			seen[resolved] = true
+			walk(resolved, msrc)
+		}
+	}
+	walk(name, src)
+	return out
+}
+
+// callWorker compiles the overlay in a worker if the worker has not, and applies it to pods.
+func (o *Overlay) callWorker(ctx context.Context, pods []json.RawMessage, env *Env, deadline time.Duration) ([]wireResult, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Overlay: o.name, Err: err}
+	}
+	r := o.remote
+	w, err := r.pool.get(r.limit)
+	if err != nil {
+		return nil, &Error{Overlay: o.name, Err: err}
+	}
+	defer r.pool.put(w)
+	req := &wireRequest{Key: r.script.Key, Pods: pods, Env: env}
+	if !w.scripts[r.script.Key] {
+		req.Define = r.script
+	}
+	var print func(*wirePrint)
+	if r.print != nil {
+		print = func(p *wirePrint) {
+			file := p.File
+			r.print(syntax.MakePosition(&file, p.Line, p.Col), p.Msg)
+		}
+	}
+	resp, fail, err := w.call(ctx, req, deadline, print)
+	switch fail {
+	case 0:
+	case failTime:
+		return nil, &Error{Overlay: o.name, Err: &LimitError{Limit: "time", Value: o.opts.timeout().String()}}
+	case failCtx:
+		return nil, &Error{Overlay: o.name, Err: ctx.Err()}
+	case failMemory:
+		return nil, &Error{Overlay: o.name, Err: &LimitError{Limit: "memory", Value: FormatSize(r.limit)}}
+	default:
+		return nil, &Error{Overlay: o.name, Err: err}
+	}
+	if resp.Err != nil {
+		return nil, resp.Err.error()
+	}
+	w.scripts[r.script.Key] = true
+	return resp.Results, nil
+}
+
+// applyWorker applies the overlay to each pod in a worker, in one round trip.
+func (o *Overlay) applyWorker(ctx context.Context, pods []*corev1.Pod, env *Env) ([]*corev1.Pod, error) {
+	in := make([]json.RawMessage, len(pods))
+	for i, pod := range pods {
+		data, err := json.Marshal(pod)
+		if err != nil {
+			return nil, &Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %w", err)}
+		}
+		in[i] = data
+	}
+	deadline := time.Duration(len(pods))*o.opts.timeout() + workerGrace
+	results, err := o.callWorker(ctx, in, env, deadline)
+	if err != nil {
+		return nil, err
+	}
+	if len(results) != len(pods) {
+		return nil, &Error{Overlay: o.name, Err: fmt.Errorf("overlay worker answered %d pods, want %d", len(results), len(pods))}
+	}
+	out := make([]*corev1.Pod, len(pods))
+	for i, res := range results {
+		if res.Err != nil {
+			return nil, res.Err.error()
+		}
+		pod := new(corev1.Pod)
+		if err := json.Unmarshal(res.Pod, pod); err != nil {
+			return nil, &Error{Overlay: o.name, Err: fmt.Errorf("decoding the result: %v", err)}
+		}
+		out[i] = pod
+	}
+	return out, nil
+}
+
+// ApplyBatch applies the overlay to each of pods, as Apply does, and returns the results in
+// order; on error it returns the *Error of the first pod that failed. With [WorkerProcess]
+// isolation all pods go to one worker in one round trip.
+func (o *Overlay) ApplyBatch(ctx context.Context, pods []*corev1.Pod, env *Env) ([]*corev1.Pod, error) {
+	if o.remote != nil {
+		return o.applyWorker(ctx, pods, env)
+	}
+	out := make([]*corev1.Pod, len(pods))
+	for i, pod := range pods {
+		res, err := o.Apply(ctx, pod, env)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = res
+	}
+	return out, nil
+}

@@ -1,0 +1,177 @@
+package engine
+
+// This file defines the worker side of process isolation: a process that limits its own
+// memory and then compiles and applies the overlays its parent sends.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strconv"
+
+	"go.starlark.net/syntax"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The environment of a worker process.
+const (
+	workerEnv       = "STARPOD_ENGINE_WORKER"            // "1" in a worker
+	workerMemoryEnv = "STARPOD_ENGINE_WORKER_MAX_MEMORY" // the memory limit in bytes
+)
+
+// ServeWorkerIfRequested makes the process an overlay worker when the engine started it as one,
+// and otherwise returns at once. A program that compiles overlays with [WorkerProcess] isolation
+// and the default [WorkerPool] (which re-executes the program itself) calls it first thing in
+// main:
+//
+//	func main() {
+//	    engine.ServeWorkerIfRequested()
+//	    ...
+//	}
+//
+// In a worker it limits the process's memory, serves requests on standard input and output
+// until standard input closes, and exits; it never returns.
+func ServeWorkerIfRequested() {
+	if os.Getenv(workerEnv) != "1" {
+		return
+	}
+	if err := ServeWorker(); err != nil {
+		fmt.Fprintf(os.Stderr, "starpod worker: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// ServeWorker serves as an overlay worker on standard input and output until standard input
+// closes. It first limits the process's memory to the limit the engine passed in its
+// environment: the data segment and address space (setrlimit), the Go runtime's soft memory
+// limit and, where a cgroup v2 memory controller is writable, a cgroup of its own. Commands that
+// act as workers (the starpod binary's hidden worker subcommand) call it; other programs use
+// [ServeWorkerIfRequested].
+func ServeWorker() error {
+	limit, err := strconv.ParseInt(os.Getenv(workerMemoryEnv), 10, 64)
+	if err != nil || limit <= 0 {
+		return fmt.Errorf("%s: got %q, want a positive number of bytes", workerMemoryEnv, os.Getenv(workerMemoryEnv))
+	}
+	if err := limitMemory(limit); err != nil {
+		return err
+	}
+	return serve(os.Stdin, os.Stdout)
+}
+
+// limitMemory bounds the memory of the current process before it reads any script.
+func limitMemory(limit int64) error {
+	// The Go runtime collects harder as the heap nears the soft limit; the rlimit is the
+	// hard stop, where an allocation fails and the runtime exits with "out of memory".
+	debug.SetMemoryLimit(limit * 3 / 4)
+	if err := setRlimits(limit); err != nil {
+		return fmt.Errorf("limiting memory: %v", err)
+	}
+	joinMemoryCgroup(limit) // best effort
+	return nil
+}
+
+// serve answers requests read from r on w, one at a time.
+func serve(r io.Reader, w io.Writer) error {
+	in := bufio.NewReaderSize(r, 64<<10)
+	out := bufio.NewWriterSize(w, 64<<10)
+	scripts := make(map[string]*Overlay)
+	for {
+		var req wireRequest
+		if err := readFrame(in, &req); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		resp, err := handle(scripts, &req, out)
+		if err != nil {
+			return err
+		}
+		if err := writeFrame(out, resp); err != nil {
+			return err
+		}
+	}
+}
+
+// handle serves one request; print() output goes to out as it happens.
+func handle(scripts map[string]*Overlay, req *wireRequest, out *bufio.Writer) (*wireResponse, error) {
+	var printErr error
+	if d := req.Define; d != nil {
+		if _, ok := scripts[d.Key]; !ok {
+			o, err := Compile(d.Name, d.Src, d.options(func(pos syntax.Position, msg string) {
+				if printErr == nil {
+					printErr = writeFrame(out, &wireResponse{Print: &wirePrint{File: pos.Filename(), Line: pos.Line, Col: pos.Col, Msg: msg}})
+				}
+			}))
+			if printErr != nil {
+				return nil, printErr
+			}
+			if err != nil {
+				return &wireResponse{Err: toWire(err), Done: true}, nil
+			}
+			scripts[d.Key] = o
+		}
+	}
+	resp := &wireResponse{Done: true}
+	if len(req.Pods) == 0 {
+		return resp, nil
+	}
+	o, ok := scripts[req.Key]
+	if !ok {
+		return nil, fmt.Errorf("apply of unknown script %s", req.Key)
+	}
+	for _, data := range req.Pods {
+		pod := new(corev1.Pod)
+		if err := json.Unmarshal(data, pod); err != nil {
+			return nil, fmt.Errorf("decoding a pod: %v", err)
+		}
+		res, err := o.Apply(context.Background(), pod, req.Env)
+		if printErr != nil {
+			return nil, printErr
+		}
+		if err != nil {
+			resp.Results = append(resp.Results, wireResult{Err: toWire(err)})
+			continue
+		}
+		data, err := json.Marshal(res)
+		if err != nil {
+			resp.Results = append(resp.Results, wireResult{Err: toWire(&Error{Overlay: o.name, Err: err})})
+			continue
+		}
+		resp.Results = append(resp.Results, wireResult{Pod: data})
+	}
+	return resp, nil
+}
+
+// options returns the in-process options of a script sent to a worker.
+func (d *wireScript) options(print func(syntax.Position, string)) *Options {
+	opts := &Options{MaxSteps: d.MaxSteps, Timeout: d.Timeout, MaxResultBytes: d.MaxResultBytes}
+	if d.Print {
+		opts.Print = print
+	}
+	if d.HasLoader {
+		opts.Loader = replayLoader(d.Loads)
+	}
+	return opts
+}
+
+// replayLoader answers load statements with the answers the parent's Loader gave.
+type replayLoader []wireLoad
+
+func (l replayLoader) Load(from, module string) (string, []byte, error) {
+	for _, ld := range l {
+		if ld.From == from && ld.Module == module {
+			if ld.Err != "" {
+				return "", nil, errors.New(ld.Err)
+			}
+			return ld.Name, ld.Src, nil
+		}
+	}
+	return "", nil, fmt.Errorf("%s was not resolved by the parent process", module)
+}

@@ -1,0 +1,135 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/starpod/starpod/engine"
+)
+
+// TestMain lets the test binary serve as its own overlay worker.
+func TestMain(m *testing.M) {
+	engine.ServeWorkerIfRequested()
+	if os.Getenv(determinismEnv) != "" {
+		os.Exit(determinismChild())
+	}
+	os.Exit(m.Run())
+}
+
+// workerOptions returns options for WorkerProcess isolation on pool.
+func workerOptions(pool *engine.WorkerPool) *engine.Options {
+	return &engine.Options{Isolation: engine.WorkerProcess, Workers: pool, MaxMemory: 128 << 20}
+}
+
+func TestWorkerApply(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 2})
+	defer pool.Close()
+	src := "def overlay(pod, ctx):\n    pod[\"spec\"][\"nodeSelector\"] = {\"pool\": ctx.args[\"pool\"]}\n"
+	env := &engine.Env{Args: map[string]string{"pool": "gpu"}}
+	local := compile(t, src, nil)
+	remote := compile(t, src, workerOptions(pool))
+	want, err := local.Apply(context.Background(), testPod(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		got, err := remote.Apply(context.Background(), testPod(), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("worker result (-in-process +worker):\n%s", diff)
+		}
+	}
+	if s := pool.Stats(); s.Started != 1 || s.Alive != 1 || s.Idle != 1 {
+		t.Errorf("stats = %+v, want one worker started, alive and idle", s)
+	}
+}
+
+// TestWorkerErrors checks that every kind of error crosses the process boundary unchanged.
+func TestWorkerErrors(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	for _, src := range []string{
+		"def overlay(pod):\n    return pod[\n",
+		"def overlay(pod):\n    return opne(pod)\n",
+		"def overlays(pod):\n    pass\n",
+		"def overlay(pod):\n    x = pod[\"nope\"]\n",
+		"def overlay(pod):\n    f(1)\ndef f(n):\n    g(n)\ndef g(n):\n    f(n)\n",
+		"def overlay(pod):\n    pod[\"spec\"][\"containers\"][0][\"ports\"][0][\"containerPort\"] = \"1\"\n    pod[\"spec\"][\"tolerration\"] = 1\n",
+		"def overlay(pod):\n    for i in range(1 << 40):\n        pass\n",
+		"def overlay(pod):\n    pod[\"metadata\"][\"annotations\"] = {\"a\": \"x\" * (2 << 20)}\n",
+		"x = {}[1]\ndef overlay(pod):\n    pass\n",
+		"load(\"lib.star\", \"f\")\ndef overlay(pod):\n    pass\n",
+	} {
+		opts := &engine.Options{MaxSteps: 10000}
+		local, lerr := engine.Compile("overlay.star", []byte(src), opts)
+		wopts := workerOptions(pool)
+		wopts.MaxSteps = 10000
+		remote, rerr := engine.Compile("overlay.star", []byte(src), wopts)
+		if lerr == nil {
+			_, lerr = local.Apply(context.Background(), testPod(), nil)
+		}
+		if rerr == nil {
+			_, rerr = remote.Apply(context.Background(), testPod(), nil)
+		}
+		if lerr == nil || rerr == nil {
+			t.Fatalf("%s: got errors %v and %v, want two errors", src, lerr, rerr)
+		}
+		if lerr.Error() != rerr.Error() {
+			t.Errorf("%s: in-process error:\n%v\nworker error:\n%v", src, lerr, rerr)
+		}
+		var le, re *engine.Error
+		if !errors.As(lerr, &le) || !errors.As(rerr, &re) {
+			t.Fatalf("got %T and %T, want *engine.Error", lerr, rerr)
+		}
+		if le.Overlay != re.Overlay || le.Pos != re.Pos && le.Pos.String() != re.Pos.String() || le.Backtrace != re.Backtrace {
+			t.Errorf("%s: in-process %q %v %q, worker %q %v %q", src, le.Overlay, le.Pos, le.Backtrace, re.Overlay, re.Pos, re.Backtrace)
+		}
+		if len(le.Fields) != len(re.Fields) {
+			t.Fatalf("%s: %d field errors in-process, %d in the worker", src, len(le.Fields), len(re.Fields))
+		}
+		for i := range le.Fields {
+			if le.Fields[i].Type != re.Fields[i].Type || le.Fields[i].Field != re.Fields[i].Field {
+				t.Errorf("%s: field error %d: in-process %v, worker %v", src, i, le.Fields[i], re.Fields[i])
+			}
+		}
+		var ll, rl *engine.LimitError
+		if errors.As(lerr, &ll) != errors.As(rerr, &rl) {
+			t.Errorf("%s: LimitError in-process %v, in the worker %v", src, ll, rl)
+		}
+	}
+}
+
+func TestWorkerMemoryLimit(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	bomb := compile(t, "def overlay(pod):\n    s = \"ab\" * 1024\n    for i in range(40):\n        s += s\n", workerOptions(pool))
+	ok := compile(t, "def overlay(pod):\n    pod[\"metadata\"][\"labels\"] = {\"ok\": \"yes\"}\n", workerOptions(pool))
+	for i := 0; i < 2; i++ {
+		_, err := bomb.Apply(context.Background(), testPod(), nil)
+		var lim *engine.LimitError
+		if !errors.As(err, &lim) || lim.Limit != "memory" {
+			t.Fatalf("got %v, want a memory LimitError", err)
+		}
+		if want := "overlay.star: exceeded the memory limit of 128Mi"; err.Error() != want {
+			t.Errorf("got %q, want %q", err, want)
+		}
+		// The pool replaces the dead worker.
+		got, err := ok.Apply(context.Background(), testPod(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Labels["ok"] != "yes" {
+			t.Errorf("labels = %v, want ok: yes", got.Labels)
+		}
+	}
+	if s := pool.Stats(); s.Started != 3 || s.Alive != 1 {
+		t.Errorf("stats = %+v, want 3 workers started, 1 alive", s)
+	}
+}
+

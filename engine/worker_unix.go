@@ -1,0 +1,122 @@
+//go:build unix
+
+package engine
+
+// This file defines the operating system limits of a worker process on Unix systems.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// setRlimits limits the data segment (private writable memory: the Go heap) of the process to
+// limit bytes, and its address space to what it has reserved now plus limit.
+func setRlimits(limit int64) error {
+	if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: uint64(limit), Max: uint64(limit)}); err != nil {
+		return fmt.Errorf("setrlimit RLIMIT_DATA: %v", err)
+	}
+	// The Go runtime reserves about a gigabyte of address space at start that it never
+	// touches; the address-space limit only stops growth beyond that.
+	if vsize := virtualSize(); vsize > 0 {
+		as := uint64(vsize + 2*limit)
+		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
+			return fmt.Errorf("setrlimit RLIMIT_AS: %v", err)
+		}
+	}
+	return nil
+}
+
+// virtualSize returns the current address space size of the process in bytes, or 0.
+func virtualSize() int64 {
+	kb := procStatus("self", "VmSize")
+	return kb << 10
+}
+
+// procStatus returns the value in kB of a field of /proc/<pid>/status, or 0.
+func procStatus(pid, name string) int64 {
+	data, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			var n int64
+			fmt.Sscanf(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), "%d", &n)
+			return n
+		}
+	}
+	return 0
+}
+
+// cgroupDir returns the directory of a worker's cgroup v2 group: a child, named after the
+// worker's pid, of the cgroup the process (the parent) is in; "" when there is no cgroup v2.
+func cgroupDir(pid int) string {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rel, ok := strings.CutPrefix(line, "0::"); ok {
+			for _, mnt := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+				if _, err := os.Stat(filepath.Join(mnt, "cgroup.controllers")); err == nil {
+					return filepath.Join(mnt, rel, fmt.Sprintf("starpod-worker-%d", pid))
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// joinMemoryCgroup moves the process into a cgroup v2 group of its own with memory.max set to
+// limit, where the memory controller is available and writable. It does nothing otherwise.
+func joinMemoryCgroup(limit int64) {
+	dir := cgroupDir(os.Getpid())
+	if dir == "" {
+		return
+	}
+	ctl, err := os.ReadFile(filepath.Join(filepath.Dir(dir), "cgroup.subtree_control"))
+	if err != nil || !strings.Contains(" "+strings.TrimSpace(string(ctl))+" ", " memory ") {
+		return
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return
+	}
+	if os.WriteFile(filepath.Join(dir, "memory.max"), []byte(fmt.Sprint(limit)), 0) != nil {
+		os.Remove(dir)
+		return
+	}
+	os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0) // absent without swap accounting
+	if os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("0"), 0) != nil {
+		os.Remove(dir)
+	}
+}
+
+// removeCgroup removes the cgroup of an exited worker, if it made one.
+func removeCgroup(pid int) {
+	if dir := cgroupDir(pid); dir != "" {
+		os.Remove(dir)
+	}
+}
+
+// peakRSS returns the peak resident set size of a running process in bytes, or 0.
+func peakRSS(pid int) int64 {
+	return procStatus(fmt.Sprint(pid), "VmHWM") << 10
+}
+
+// exitPeakRSS returns the peak resident set size of an exited process in bytes.
+func exitPeakRSS(state *os.ProcessState) int64 {
+	if ru, ok := state.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss << 10
+	}
+	return 0
+}
+
+// killedByOOM reports whether an exited process was killed by SIGKILL, as the kernel's
+// out-of-memory killer does when a memory cgroup is full.
+func killedByOOM(state *os.ProcessState) bool {
+	ws, ok := state.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
