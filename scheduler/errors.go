@@ -120,11 +120,13 @@ type ReplicaError struct {
 	Err       error
 }
 
+// Error prints the role and replica in front of each line of the error.
 func (e *ReplicaError) Error() string {
+	prefix := fmt.Sprintf("role %s replica %d: ", e.Role, e.ReplicaID)
 	if fe, ok := e.Err.(*field.Error); ok {
-		return fmt.Sprintf("role %s replica %d: pod: %s: %s", e.Role, e.ReplicaID, fe.Field, describe(fe))
+		return prefix + "pod: " + fe.Field + ": " + describe(fe)
 	}
-	return fmt.Sprintf("role %s replica %d: %v", e.Role, e.ReplicaID, e.Err)
+	return prefix + strings.ReplaceAll(e.Err.Error(), "\n", "\n"+prefix)
 }
 
 func (e *ReplicaError) Unwrap() error { return e.Err }

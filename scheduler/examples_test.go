@@ -44,3 +44,14 @@ func TestExamples(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLlamaFT measures starpod run --dry-run on the llama-ft example: load the spec,
+// compile two overlays, build and apply four pods, print the job.
+func BenchmarkLlamaFT(b *testing.B) {
+	for b.Loop() {
+		if _, err := build("../examples/llama-ft/app.yaml", scheduler.DefaultConfig(),
+			scheduler.BuildOptions{AppID: "demo"}, "yaml"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -23,8 +23,9 @@ import (
 // Kubernetes' own $(VAR) references work as usual.
 //
 // Unlike TorchX, whose ${rank0_env} is the bare variable name meant for a shell, this one is
-// a $(NAME) reference that the kubelet expands in command and args without a shell. It is
-// not expanded in env values, because Volcano appends its variables after the role's env.
+// a $(NAME) reference that the kubelet expands in command and args without a shell. It is an
+// error in env and metadata values: the kubelet would not expand it there (Volcano appends
+// its variables after the role's env), so the pods would see the text $(NAME).
 var macroNames = []string{"app_id", "replica_id", "num_replicas", "rank0_env"}
 
 // Rank0HostEnv is the variable that holds "localhost" in the pod of replica 0 of the first
@@ -61,8 +62,8 @@ func (m macroValues) expand(s string) string {
 	return b.String()
 }
 
-// checkMacros reports the unknown or unterminated macros in s.
-func checkMacros(s string, p *field.Path) field.ErrorList {
+// checkMacros reports the unknown or unterminated macros in s, and ${rank0_env} outside args.
+func checkMacros(s string, p *field.Path, inArgs bool) field.ErrorList {
 	var errs field.ErrorList
 	for rest := s; ; {
 		i := strings.Index(rest, "${")
@@ -79,6 +80,10 @@ func checkMacros(s string, p *field.Path) field.ErrorList {
 			break
 		}
 		name := rest[i+2 : i+end]
+		if name == "rank0_env" && !inArgs {
+			errs = append(errs, field.Invalid(p, s,
+				"${rank0_env} works only in args, where the kubelet expands the $(VAR) it stands for"))
+		}
 		if !isMacro(name) {
 			detail := fmt.Sprintf("unknown macro ${%s}", name)
 			if near := spell.Nearest(name, macroNames); near != "" {

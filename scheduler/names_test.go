@@ -22,7 +22,7 @@ func TestExpand(t *testing.T) {
 		if got := m.expand(test.in); got != test.want {
 			t.Errorf("expand(%q) = %q, want %q", test.in, got, test.want)
 		}
-		if errs := checkMacros(test.in, field.NewPath("x")); len(errs) > 0 {
+		if errs := checkMacros(test.in, field.NewPath("x"), true); len(errs) > 0 {
 			t.Errorf("checkMacros(%q): %v", test.in, errs)
 		}
 	}
@@ -31,10 +31,17 @@ func TestExpand(t *testing.T) {
 		{"${HOME}", "unknown macro ${HOME}; want one of ${app_id}, ${replica_id}, ${num_replicas}, ${rank0_env} (write $${ for a literal ${)"},
 		{"a ${app_id", "unterminated ${ (write $${ for a literal ${)"},
 	} {
-		errs := checkMacros(test.in, field.NewPath("x"))
+		errs := checkMacros(test.in, field.NewPath("x"), true)
 		if len(errs) != 1 || errs[0].Detail != test.want {
 			t.Errorf("checkMacros(%q) = %v, want %q", test.in, errs, test.want)
 		}
+	}
+}
+
+func TestRank0EnvOnlyInArgs(t *testing.T) {
+	errs := checkMacros("${rank0_env}:29500", field.NewPath("env"), false)
+	if len(errs) != 1 || !strings.Contains(errs[0].Detail, "works only in args") {
+		t.Errorf("got %v, want an error", errs)
 	}
 }
 

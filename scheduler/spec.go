@@ -263,12 +263,15 @@ func (r *Role) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.Required(p.Child("entrypoint"), ""))
 	}
 	for i, a := range r.Args {
-		errs = append(errs, checkMacros(a, p.Child("args").Index(i))...)
+		errs = append(errs, checkMacros(a, p.Child("args").Index(i), true)...)
 	}
 	for _, e := range r.Env {
 		ep := p.Child("env").Key(e.Name)
 		for _, msg := range validation.IsEnvVarName(e.Name) {
 			errs = append(errs, field.Invalid(ep, e.Name, msg))
+		}
+		if e.Name == Rank0HostEnv {
+			errs = append(errs, field.Forbidden(ep, "starpod sets "+Rank0HostEnv+" for ${rank0_env}"))
 		}
 		if path, ok := strings.CutPrefix(e.Value, FieldPathPrefix); ok {
 			if path == "" {
@@ -276,7 +279,7 @@ func (r *Role) validate(p *field.Path) field.ErrorList {
 			}
 			continue
 		}
-		errs = append(errs, checkMacros(e.Value, ep)...)
+		errs = append(errs, checkMacros(e.Value, ep, false)...)
 	}
 	if r.NumReplicas != nil && *r.NumReplicas < 1 {
 		errs = append(errs, field.Invalid(p.Child("num_replicas"), *r.NumReplicas, "must be >= 1"))
@@ -327,14 +330,14 @@ func (r *Role) validate(p *field.Path) field.ErrorList {
 		if strings.HasPrefix(k, "starpod.dev/") || strings.HasPrefix(k, "app.kubernetes.io/") {
 			errs = append(errs, field.Forbidden(kp, "this label is set by starpod"))
 		}
-		errs = append(errs, checkMacros(r.Metadata.Labels[k], kp)...)
+		errs = append(errs, checkMacros(r.Metadata.Labels[k], kp, false)...)
 	}
 	for _, k := range sortedKeys(r.Metadata.Annotations) {
 		kp := mp.Child("annotations").Key(k)
 		for _, msg := range content.IsLabelKey(k) {
 			errs = append(errs, field.Invalid(kp, k, "bad annotation key: "+msg))
 		}
-		errs = append(errs, checkMacros(r.Metadata.Annotations[k], kp)...)
+		errs = append(errs, checkMacros(r.Metadata.Annotations[k], kp, false)...)
 	}
 	errs = append(errs, validateOverlays(r.Overlays, p.Child("overlays"))...)
 	return errs
