@@ -76,6 +76,14 @@ type BuildOptions struct {
 // (overlays that do not compile) and *ReplicaError values (an overlay failed on a replica, or
 // made its pod invalid). Nothing is returned with an error.
 func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbatch.Job, error) {
+	// An App from LoadApp or ParseApp is valid; one made in Go may not be.
+	if ferrs := app.validate(); len(ferrs) > 0 {
+		se := &SpecError{File: app.File}
+		for _, fe := range ferrs {
+			se.Errors = append(se.Errors, &FieldError{Pos: app.position(field.NewPath(fe.Field)), Err: fe})
+		}
+		return nil, &BuildError{Errs: []error{se}}
+	}
 	var errs []error
 	for _, err := range cfg.validate() {
 		errs = append(errs, err)
@@ -97,6 +105,11 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 	spec, err := json.Marshal(app)
 	if err != nil {
 		return nil, err
+	}
+	if len(spec) > maxSpecBytes {
+		return nil, &BuildError{Errs: []error{fmt.Errorf(
+			"the app spec is %d bytes of JSON, want at most %d: it is kept in the job's %s annotation",
+			len(spec), maxSpecBytes, AnnotationAppSpec)}}
 	}
 	job := &vcbatch.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: vcbatch.SchemeGroupVersion.String(), Kind: "Job"},
@@ -246,6 +259,9 @@ func setPodLabels(pod *corev1.Pod, labels map[string]string) {
 
 // taskName returns the name of the task of a replica: <role>-<replica>.
 func taskName(role string, id int) string { return role + "-" + strconv.Itoa(id) }
+
+// maxSpecBytes bounds the app spec annotation; Kubernetes allows 256 KiB of annotations.
+const maxSpecBytes = 128 << 10
 
 // maxNameLen is the longest DNS label: pod names, which are also host names, must fit.
 const maxNameLen = 63

@@ -91,3 +91,21 @@ func TestMarshalFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestBuildValidatesApp(t *testing.T) {
+	// An App made in Go is validated like a loaded one.
+	app := &scheduler.App{Name: "x", File: "made-in-go"}
+	_, err := scheduler.Build(context.Background(), app, scheduler.DefaultConfig(), scheduler.BuildOptions{AppID: "x"})
+	if err == nil || err.Error() != "made-in-go: roles: required: an app needs at least one role" {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestBuildSpecTooBig(t *testing.T) {
+	app := mustParse(t, "name: x\nroles:"+goodRole)
+	app.Roles[0].Args = []string{strings.Repeat("x", 200<<10)}
+	_, err := scheduler.Build(context.Background(), app, scheduler.DefaultConfig(), scheduler.BuildOptions{AppID: "x"})
+	if err == nil || !strings.Contains(err.Error(), "want at most 131072") {
+		t.Errorf("got %v", err)
+	}
+}
