@@ -92,8 +92,8 @@ func describe(err *field.Error) string {
 	return err.Detail
 }
 
-// A BuildError lists every problem Build found, in the order of roles and replicas. Each
-// error names its role and replica; errors from overlays are *engine.Error values.
+// A BuildError lists every problem Build found, in the order of roles and replicas. Errors
+// of one replica are *ReplicaError values; errors from overlays wrap *engine.Error values.
 type BuildError struct {
 	Errs []error
 }

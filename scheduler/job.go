@@ -59,7 +59,8 @@ type BuildOptions struct {
 	// Engine configures the compilation of every overlay. If its Loader is nil, load()
 	// reads modules from OverlayRoot, or from the directory of the loading overlay if
 	// OverlayRoot is empty (see engine.DirLoader).
-	Engine      engine.Options
+	Engine engine.Options
+	// OverlayRoot is the directory that load() reads modules from (--overlay-root).
 	OverlayRoot string
 	// Rand is the source of the random app id suffix; nil means crypto/rand.
 	Rand io.Reader
@@ -71,10 +72,18 @@ type BuildOptions struct {
 // Each overlay file is compiled once. Every generated name is checked against Kubernetes'
 // rules.
 //
+// The job has one task <role>-<replica> of one pod per replica. Elastic roles (min_replicas)
+// give their first min_replicas tasks minAvailable 1 and the others 0, and the job's
+// minAvailable is the sum over the tasks. A role with max_retries > 0 gives each of its tasks
+// maxRetry and policies that restart the job (APPLICATION) or the task (REPLICA) when a pod
+// fails or is evicted; the job's maxRetry is the smallest max_retries of the APPLICATION
+// roles (unset, Volcano's default, when there are none).
+//
 // Build reports every problem it finds, not just the first: it returns a *BuildError whose
-// errors are *SpecError values (overlay files that cannot be read), *engine.Error values
-// (overlays that do not compile) and *ReplicaError values (an overlay failed on a replica, or
-// made its pod invalid). Nothing is returned with an error.
+// errors are *SpecError values (an invalid app, overlay files that cannot be read),
+// *engine.Error values (overlays that do not compile), *ReplicaError values (an overlay
+// failed on a replica, or made its pod invalid) and plain errors (bad run options, a bad or
+// too long app id). Nothing is returned with an error.
 func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbatch.Job, error) {
 	// An App from LoadApp or ParseApp is valid; one made in Go may not be.
 	if ferrs := app.validate(); len(ferrs) > 0 {
