@@ -88,9 +88,11 @@ func ToGo(x starlark.Value, path *field.Path) (any, error) {
 // json.Number and all Go int and float kinds are accepted) into fresh Starlark values. Map keys
 // are sorted.
 //
-// A json.Number becomes an int when it has no fraction or exponent (as in Starlark's
-// json.decode), otherwise a float. NaN and infinite floats, and values of any other Go type,
-// are errors.
+// Numbers convert as JSON text carries them, the way Starlark's json.decode reads that text:
+// a json.Number becomes an int when it has no fraction or exponent, otherwise a float, and a
+// float64 or float32 becomes an int when JSON writes it without fraction or exponent (2.0 is
+// written 2, so it becomes the int 2; 2.5 stays a float), as in [ToStarlark]. NaN and
+// infinite floats, and values of any other Go type, are errors.
 func FromGo(v any) (starlark.Value, error) {
 	return fromGo(v)
 }

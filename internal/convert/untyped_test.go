@@ -124,7 +124,11 @@ func TestFromGo(t *testing.T) {
 		{uint16(7), `7`},
 		{uint32(7), `7`},
 		{uintptr(7), `7`},
-		{2.0, `2.0`},
+		{2.0, `2`},
+		{2.5, `2.5`},
+		{float32(0.1), `0.1`},
+		{1e21, `1e+21`},
+		{-0.0, `0`},
 		{json.Number("12"), `12`},
 		{json.Number("-12345678901234567890123"), `-12345678901234567890123`},
 		{json.Number("1.25"), `1.25`},
@@ -183,6 +187,17 @@ func TestToGoFromGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{"a": int64(-3), "z": []any{int64(1), 2.5, "s", nil, true, map[string]any{"x": []any{}, "y": map[string]any{}}}}
+	// Floats that JSON writes as integers come back as ints.
+	for _, f := range []float64{3, 3.5} {
+		x, err := FromGo(map[string]any{"f": f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(map[string]any{"f": f})
+		if got, want := x.String(), starlarkJSONDecode(t, data).String(); got != want {
+			t.Errorf("FromGo(%v) = %s, want %s as json.decode(json.Marshal) gives", f, got, want)
+		}
+	}
 	if diff := cmp.Diff(want, back); diff != "" {
 		t.Errorf("ToGo(FromGo(v)) mismatch (-want +got):\n%s", diff)
 	}

@@ -6,6 +6,7 @@ package convert
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -338,9 +339,9 @@ func fromGo(v any) (starlark.Value, error) {
 	case uintptr:
 		return starlark.MakeUint64(uint64(v)), nil
 	case float32:
-		return fromFloat(float64(v))
+		return fromFloat(float64(v), 32)
 	case float64:
-		return fromFloat(v)
+		return fromFloat(v, 64)
 	case json.Number:
 		return numberToStarlark(string(v))
 	case *big.Int:
@@ -352,11 +353,14 @@ func fromGo(v any) (starlark.Value, error) {
 	return nil, fmt.Errorf("got %T, want JSON data", v)
 }
 
-func fromFloat(f float64) (starlark.Value, error) {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return nil, fmt.Errorf("got %v, want finite float", f)
+// fromFloat converts f as ToStarlark does: as JSON text carries it, so that a float JSON
+// writes without fraction or exponent (2.0 is written 2) becomes an int.
+func fromFloat(f float64, bits int) (starlark.Value, error) {
+	x, err := encodeFloat(f, bits)
+	if err != nil {
+		return nil, errors.New(err.(*encodeError).detail)
 	}
-	return starlark.Float(f), nil
+	return x, nil
 }
 
 // numberToStarlark converts the text of a JSON number as Starlark's json.decode does: an int
