@@ -594,8 +594,8 @@ var mergeDocs = []Doc{{
 	Summary: "Returns a new deep merge of patch into base.",
 	Notes: "Dicts merge key by key, and a None in patch deletes the key; a dict against a list is an error, " +
 		"any other value is replaced. Lists merge by mode: `\"replace\"` takes patch's list, `\"append\"` " +
-		"concatenates, and `\"merge\"` (the default) merges the dict items that have the same key field and " +
-		"appends the rest. The key field of a list is `keys[path]`; else, when base is a pod (a dict whose kind " +
+		"concatenates, and `\"merge\"` (the default) merges the dict items that have the same key field, in " +
+		"place, and appends the rest. The key field of a list is `keys[path]`; else, when base is a pod (a dict whose kind " +
 		"is Pod, or that has spec or metadata and no kind), the Kubernetes patch merge key of the field " +
 		"(containers, env, volumes by name, volumeMounts by mountPath, ports by containerPort, ...); else " +
 		"`keys[\"\"]`; else `\"name\"` for a list the Pod schema does not describe. Pod lists without a merge key " +
