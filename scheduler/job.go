@@ -10,8 +10,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/starpod/starpod/engine"
 	corev1 "k8s.io/api/core/v1"
@@ -145,72 +147,32 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 		},
 	}
 
-	firstTask := taskName(app.Roles[0].Name, 0)
+	// Build every replica's task, several at a time: a compiled overlay may be applied
+	// concurrently. Results keep the order of roles and replicas.
+	var replicas []*replica
 	for ri := range app.Roles {
-		r := &app.Roles[ri]
-		n := r.Replicas()
-		for id := range n {
-			name := taskName(r.Name, id)
-			rank0 := ri == 0 && id == 0
-			m := macroValues{
-				"app_id":       jobName,
-				"replica_id":   strconv.Itoa(id),
-				"num_replicas": strconv.Itoa(n),
-				"rank0_env":    "$(" + rank0Env(firstTask, rank0) + ")",
-			}
-			labels := map[string]string{
-				LabelName:      appName,
-				LabelInstance:  jobName,
-				LabelManagedBy: ManagedBy,
-				LabelAppName:   appName,
-				LabelRoleName:  r.Name,
-				LabelRoleIndex: strconv.Itoa(ri),
-				LabelReplicaID: strconv.Itoa(id),
-			}
-			pod := rolePod(r, name, m, &cfg, rank0)
-			// Overlays see the labels (to use them in affinity selectors, say), and
-			// whatever they do to them is undone below.
-			setPodLabels(pod, labels)
-			if chain := chains[ri]; len(chain) > 0 {
-				env := &engine.Env{
-					AppID:       jobName,
-					Role:        r.Name,
-					ReplicaID:   id,
-					NumReplicas: n,
-					Scheduler:   SchedulerKubernetes,
-					Args:        opts.OverlayArgs,
-				}
-				out, err := chain.Apply(ctx, pod, env)
-				if err != nil {
-					errs = append(errs, &ReplicaError{Role: r.Name, ReplicaID: id, Err: err})
-					continue
-				}
-				pod = out
-			}
-			setPodLabels(pod, labels)
-			if verrs := validatePod(pod); len(verrs) > 0 {
-				for _, e := range verrs {
-					errs = append(errs, &ReplicaError{Role: r.Name, ReplicaID: id, Err: e})
-				}
-				continue
-			}
-			task := vcbatch.TaskSpec{
-				Name:     name,
-				Replicas: 1,
-				Template: corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec},
-			}
-			if r.MinReplicas != nil {
-				task.MinAvailable = ptr(int32(0))
-				if id < *r.MinReplicas {
-					task.MinAvailable = ptr(int32(1))
-				}
-			}
-			if r.MaxRetries > 0 {
-				task.MaxRetry = int32(r.MaxRetries)
-				task.Policies = retryPolicies(r.RetryPolicy)
-			}
-			job.Spec.Tasks = append(job.Spec.Tasks, task)
+		for id := range app.Roles[ri].Replicas() {
+			replicas = append(replicas, &replica{role: ri, id: id})
 		}
+	}
+	b := &builder{app: app, cfg: &cfg, opts: &opts, jobName: jobName, appName: appName,
+		firstTask: taskName(app.Roles[0].Name, 0)}
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for _, rep := range replicas {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			rep.task, rep.errs = b.task(ctx, rep.role, rep.id, chains[rep.role])
+		})
+	}
+	wg.Wait()
+	for _, rep := range replicas {
+		if len(rep.errs) > 0 {
+			errs = append(errs, rep.errs...)
+			continue
+		}
+		job.Spec.Tasks = append(job.Spec.Tasks, *rep.task)
 	}
 	if len(errs) > 0 {
 		return nil, &BuildError{Errs: errs}
@@ -234,6 +196,90 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 		}
 	}
 	return job, nil
+}
+
+// A replica is one replica of a role, and what building its task gave.
+type replica struct {
+	role, id int
+	task     *vcbatch.TaskSpec
+	errs     []error
+}
+
+// A builder holds what every replica's task is built from.
+type builder struct {
+	app       *App
+	cfg       *Config
+	opts      *BuildOptions
+	jobName   string
+	appName   string
+	firstTask string
+}
+
+// task builds the task of replica id of role ri: its pod, the overlays, the labels and the
+// checks. Errors are *ReplicaError values.
+func (b *builder) task(ctx context.Context, ri, id int, chain engine.Chain) (*vcbatch.TaskSpec, []error) {
+	r := &b.app.Roles[ri]
+	n := r.Replicas()
+	name := taskName(r.Name, id)
+	rank0 := ri == 0 && id == 0
+	m := macroValues{
+		"app_id":       b.jobName,
+		"replica_id":   strconv.Itoa(id),
+		"num_replicas": strconv.Itoa(n),
+		"rank0_env":    "$(" + rank0Env(b.firstTask, rank0) + ")",
+	}
+	labels := map[string]string{
+		LabelName:      b.appName,
+		LabelInstance:  b.jobName,
+		LabelManagedBy: ManagedBy,
+		LabelAppName:   b.appName,
+		LabelRoleName:  r.Name,
+		LabelRoleIndex: strconv.Itoa(ri),
+		LabelReplicaID: strconv.Itoa(id),
+	}
+	pod := rolePod(r, name, m, b.cfg, rank0)
+	// Overlays see the labels (to use them in affinity selectors, say), and whatever they do
+	// to them is undone below.
+	setPodLabels(pod, labels)
+	if len(chain) > 0 {
+		env := &engine.Env{
+			AppID:       b.jobName,
+			Role:        r.Name,
+			ReplicaID:   id,
+			NumReplicas: n,
+			Scheduler:   SchedulerKubernetes,
+			Args:        b.opts.OverlayArgs,
+		}
+		out, err := chain.Apply(ctx, pod, env)
+		if err != nil {
+			return nil, []error{&ReplicaError{Role: r.Name, ReplicaID: id, Err: err}}
+		}
+		pod = out
+	}
+	setPodLabels(pod, labels)
+	if verrs := validatePod(pod); len(verrs) > 0 {
+		errs := make([]error, len(verrs))
+		for i, e := range verrs {
+			errs[i] = &ReplicaError{Role: r.Name, ReplicaID: id, Err: e}
+		}
+		return nil, errs
+	}
+	task := &vcbatch.TaskSpec{
+		Name:     name,
+		Replicas: 1,
+		Template: corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec},
+	}
+	if r.MinReplicas != nil {
+		task.MinAvailable = ptr(int32(0))
+		if id < *r.MinReplicas {
+			task.MinAvailable = ptr(int32(1))
+		}
+	}
+	if r.MaxRetries > 0 {
+		task.MaxRetry = int32(r.MaxRetries)
+		task.Policies = retryPolicies(r.RetryPolicy)
+	}
+	return task, nil
 }
 
 func (r *Role) retryPolicy() RetryPolicy {

@@ -243,6 +243,9 @@ func validateOverlays(overlays []string, p *field.Path) field.ErrorList {
 	return errs
 }
 
+// maxReplicas bounds a role's replicas.
+const maxReplicas = 1000
+
 // maxRoleNameLen leaves room in a task name "<role>-<replica>" and in the job name.
 const maxRoleNameLen = 40
 
@@ -283,6 +286,9 @@ func (r *Role) validate(p *field.Path) field.ErrorList {
 	}
 	if r.NumReplicas != nil && *r.NumReplicas < 1 {
 		errs = append(errs, field.Invalid(p.Child("num_replicas"), *r.NumReplicas, "must be >= 1"))
+	} else if r.NumReplicas != nil && *r.NumReplicas > maxReplicas {
+		errs = append(errs, field.Invalid(p.Child("num_replicas"), *r.NumReplicas,
+			fmt.Sprintf("must be <= %d: each replica is a task of one Volcano Job, which must fit in one Kubernetes object", maxReplicas)))
 	}
 	if r.MinReplicas != nil {
 		mp := p.Child("min_replicas")

@@ -123,6 +123,10 @@ roles:` + goodRole + `  retry_policy: replica
 			{field.ErrorTypeNotSupported, "roles[0].retry_policy", 8, 17},
 			{field.ErrorTypeInvalid, "roles[0].num_replicas", 9, 17},
 		}},
+		{"too many replicas", `
+name: x
+roles:` + goodRole + `  num_replicas: 1001
+`, []problem{{field.ErrorTypeInvalid, "roles[0].num_replicas", 8, 17}}},
 		{"bad mounts", `
 name: x
 roles:` + goodRole + `  mounts:
