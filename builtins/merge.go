@@ -3,6 +3,7 @@ package builtins
 // This file defines merge, the deep merge that knows the Kubernetes patch merge keys.
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
@@ -198,8 +199,12 @@ func (m *merger) checkPath(path string) error {
 	}
 	t := reflect.TypeFor[corev1.Pod]()
 	for i, s := range segs {
-		t = elemType(t)
-		if t.Kind() != reflect.Struct {
+		t = itemType(t)
+		if t.Kind() == reflect.Map {
+			t = t.Elem() // any key
+			continue
+		}
+		if t.Kind() != reflect.Struct || isScalar(t) {
 			return fmt.Errorf("field path %q: %s has no fields", path, strings.Join(segs[:i], "."))
 		}
 		names := jsonFields(t)
@@ -214,10 +219,32 @@ func (m *merger) checkPath(path string) error {
 		}
 		t = f
 	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	if k := t.Kind(); k != reflect.Slice && k != reflect.Array {
 		return fmt.Errorf("field path %q: got %s field, want a list", path, kindName(t))
 	}
 	return nil
+}
+
+// itemType strips pointers and slices from t: the type of a list's items, or t.
+func itemType(t reflect.Type) reflect.Type {
+	for {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array:
+			t = t.Elem()
+		default:
+			return t
+		}
+	}
+}
+
+// isScalar reports whether values of type t have a JSON form of their own, as
+// resource.Quantity and metav1.Time have.
+func isScalar(t reflect.Type) bool {
+	m := reflect.TypeFor[json.Marshaler]()
+	return t.Implements(m) || reflect.PointerTo(t).Implements(m)
 }
 
 // elemType strips pointers, slices and maps from t, leaving the type of one item.
@@ -236,6 +263,9 @@ func elemType(t reflect.Type) reflect.Type {
 func kindName(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if isScalar(t) {
+		return "scalar"
 	}
 	switch t.Kind() {
 	case reflect.Struct, reflect.Map:
