@@ -43,9 +43,8 @@ var podSchema = func() strategicpatch.PatchMetaFromStruct {
 // matches dict items by a key field, merges the matched ones and appends the rest. The key
 // field of a list is, in order: keys[path]; the Kubernetes patch merge key of the field when
 // base is a pod; keys[""]; "name" for a list the Pod schema does not describe (every list
-// when base is not a pod). A list without a key appends,
-// except a Kubernetes list of scalars with the merge strategy (metadata.finalizers), which
-// appends only the items it lacks.
+// when base is not a pod). A list without a key appends, except a Kubernetes list of scalars
+// with the merge strategy (metadata.finalizers), which appends only the items it lacks.
 //
 // base counts as a pod when it is a dict whose "kind" is "Pod", or that has no "kind" and has
 // a "spec" or "metadata" key.
@@ -629,7 +628,7 @@ var mergeDocs = []Doc{{
 		"is Pod, or that has spec or metadata and no kind), the Kubernetes patch merge key of the field " +
 		"(containers, env, volumes by name, volumeMounts by mountPath, ports by containerPort, ...); else " +
 		"`keys[\"\"]`; else `\"name\"` for a list the Pod schema does not describe. Pod lists without a merge key " +
-		"(tolerations, args) append. `lists` may be a dict from field path to mode, and `keys` a dict from field " +
+		"(tolerations, args) append, except metadata.finalizers, which gains only the items it lacks. `lists` may be a dict from field path to mode, and `keys` a dict from field " +
 		"path to key field: `lists={\"spec.tolerations\": \"replace\", \"\": \"merge\"}`, " +
 		"`keys={\"spec.tolerations\": \"key\"}`. Field paths are dotted, without indexes (`spec.containers.env`), " +
 		"`\"\"` stands for every other list, and with a pod they must name list fields of a Pod.",
