@@ -628,7 +628,8 @@ var mergeDocs = []Doc{{
 		"is Pod, or that has spec or metadata and no kind), the Kubernetes patch merge key of the field " +
 		"(containers, env, volumes by name, volumeMounts by mountPath, ports by containerPort, ...); else " +
 		"`keys[\"\"]`; else `\"name\"` for a list the Pod schema does not describe. Pod lists without a merge key " +
-		"(tolerations, args) append, except metadata.finalizers, which gains only the items it lacks. `lists` may be a dict from field path to mode, and `keys` a dict from field " +
+		"(tolerations, args) append, except metadata.finalizers, which gains only the items it lacks. " +
+		"`lists` may be a dict from field path to mode, and `keys` a dict from field " +
 		"path to key field: `lists={\"spec.tolerations\": \"replace\", \"\": \"merge\"}`, " +
 		"`keys={\"spec.tolerations\": \"key\"}`. Field paths are dotted, without indexes (`spec.containers.env`), " +
 		"`\"\"` stands for every other list, and with a pod they must name list fields of a Pod.",
