@@ -132,4 +132,3 @@ func TestWorkerMemoryLimit(t *testing.T) {
 		t.Errorf("stats = %+v, want 3 workers started, 1 alive", s)
 	}
 }
-

@@ -12,16 +12,22 @@ import (
 	"syscall"
 )
 
-// setRlimits limits the data segment (private writable memory: the Go heap) of the process to
-// limit bytes, and its address space to what it has reserved now plus limit.
+// threadAllowance is the room a worker's data limit leaves for the stacks of the threads the
+// Go runtime starts (with cgo, each reserves the 8 MiB of a pthread stack, which counts as data).
+const threadAllowance = 64 << 20
+
+// setRlimits limits the data segment (private writable memory: the Go heap and thread stacks)
+// of the process to what it holds now plus limit plus threadAllowance, and its address space
+// likewise.
 func setRlimits(limit int64) error {
-	if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: uint64(limit), Max: uint64(limit)}); err != nil {
+	data := procStatus("self", "VmData")<<10 + limit + threadAllowance
+	if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: uint64(data), Max: uint64(data)}); err != nil {
 		return fmt.Errorf("setrlimit RLIMIT_DATA: %v", err)
 	}
 	// The Go runtime reserves about a gigabyte of address space at start that it never
 	// touches; the address-space limit only stops growth beyond that.
 	if vsize := virtualSize(); vsize > 0 {
-		as := uint64(vsize + 2*limit)
+		as := uint64(vsize + 2*limit + threadAllowance)
 		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
 			return fmt.Errorf("setrlimit RLIMIT_AS: %v", err)
 		}

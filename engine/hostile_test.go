@@ -1,0 +1,180 @@
+package engine_test
+
+// This file runs the hostile corpus, testdata/hostile: overlays that try to exhaust time,
+// steps and memory, escape the sandbox or return values no pod can hold. Each file starts
+// with the error it must produce:
+//
+//	# want: text the first line of the error contains (paths relative to testdata/hostile)
+//	# limit: memory        (optional: the Limit of the *LimitError inside the error)
+//
+// TestHostile runs every overlay through a worker pool and checks the error, that the test
+// process is alive, the wall time and the workers' peak memory. The same corpus runs through
+// the starpod command in cmd/starpod/testdata/script/sandbox_hostile.txtar, which
+// TestHostileScript keeps up to date (go test -run TestHostileScript -update).
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.starlark.net/syntax"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/starpod/starpod/engine"
+)
+
+var updateHostile = flag.Bool("update", false, "rewrite the want lines of testdata/hostile and sandbox_hostile.txtar")
+
+const hostileDir = "../testdata/hostile"
+
+// Limits of the hostile runs: small, so that the corpus runs fast.
+const (
+	hostileMemory  = 128 << 20
+	hostileTimeout = time.Second
+	// Margins of the bounds the test asserts, generous so that a busy machine does not fail it.
+	// The data limit of a worker leaves room for its start size and thread stacks (see
+	// threadAllowance in worker_unix.go).
+	hostileMemoryMargin = 128 << 20
+	hostileTimeMargin   = 3 * time.Second
+)
+
+// A hostileCase is one overlay of the corpus.
+type hostileCase struct {
+	file  string // base name
+	want  string
+	limit string
+}
+
+func readHostile(t *testing.T) []hostileCase {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(hostileDir, "*.star"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []hostileCase
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := hostileCase{file: filepath.Base(file)}
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "# want: "); ok {
+				c.want = v
+			} else if v, ok := strings.CutPrefix(line, "# limit: "); ok {
+				c.limit = v
+			}
+		}
+		if c.want == "" {
+			t.Fatalf("%s: no # want: line", file)
+		}
+		cases = append(cases, c)
+	}
+	if len(cases) < 40 {
+		t.Fatalf("the hostile corpus has %d overlays, want at least 40", len(cases))
+	}
+	return cases
+}
+
+func hostilePod(t *testing.T) *corev1.Pod {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(hostileDir, "pod.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := new(corev1.Pod)
+	if err := yaml.UnmarshalStrict(data, pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+func TestHostile(t *testing.T) {
+	cases := readHostile(t)
+	pod := hostilePod(t)
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	var printed int
+	opts := &engine.Options{
+		Isolation: engine.WorkerProcess,
+		Workers:   pool,
+		MaxMemory: hostileMemory,
+		Timeout:   hostileTimeout,
+		Loader:    engine.DirLoader(hostileDir),
+		Print:     func(pos syntax.Position, msg string) { printed++ },
+	}
+	updated := make(map[string]string)
+	for _, c := range cases {
+		t.Run(strings.TrimSuffix(c.file, ".star"), func(t *testing.T) {
+			name := filepath.Join(hostileDir, c.file)
+			src, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			o, err := engine.Compile(name, src, opts)
+			if err == nil {
+				_, err = o.Apply(context.Background(), pod, &engine.Env{Args: map[string]string{"a": "b"}})
+			}
+			elapsed := time.Since(start)
+			if err == nil {
+				t.Fatalf("got no error, want %s", c.want)
+			}
+			var e *engine.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got %T %v, want *engine.Error", err, err)
+			}
+			if *updateHostile && c.limit != "" && strings.Contains(c.limit, "|") {
+				t.Logf("%s: %v", c.file, err)
+				return // its want line names no limit
+			}
+			got := strings.SplitN(strings.ReplaceAll(err.Error(), hostileDir+"/", ""), "\n", 2)[0]
+			if *updateHostile {
+				updated[c.file] = got
+			} else if !strings.Contains(got, c.want) {
+				t.Errorf("got error:\n%s\nwant it to contain:\n%s", got, c.want)
+			}
+			var lim *engine.LimitError
+			switch {
+			case c.limit == "" && errors.As(err, &lim):
+				t.Errorf("got a %s LimitError, want none", lim.Limit)
+			case c.limit != "" && (!errors.As(err, &lim) || !slices.Contains(strings.Split(c.limit, "|"), lim.Limit)):
+				t.Errorf("got %v, want a %s LimitError", err, c.limit)
+			}
+			// Compile and apply each have the time limit; loading a module has it too.
+			if bound := 3*hostileTimeout + hostileTimeMargin; elapsed > bound {
+				t.Errorf("took %v, want at most %v", elapsed, bound)
+			}
+		})
+	}
+	if peak := pool.Stats().PeakRSS; peak > hostileMemory+hostileMemoryMargin {
+		t.Errorf("peak worker memory %s, want at most %s", engine.FormatSize(peak), engine.FormatSize(hostileMemory+hostileMemoryMargin))
+	} else if peak == 0 {
+		t.Errorf("peak worker memory unknown")
+	} else {
+		t.Logf("peak worker memory: %d MiB; %d workers started", peak>>20, pool.Stats().Started)
+	}
+	if *updateHostile {
+		for file, got := range updated {
+			path := filepath.Join(hostileDir, file)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			re := regexp.MustCompile(`(?m)^# want: .*$`)
+			data = re.ReplaceAllLiteral(data, []byte("# want: "+got))
+			if err := os.WriteFile(path, data, 0o666); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
