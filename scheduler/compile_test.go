@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -17,7 +18,7 @@ func TestCompileOnce(t *testing.T) {
 	for name, src := range map[string]string{
 		"app.yaml": `
 name: x
-overlays: [a.star, ./a.star]
+overlays: [a.star, ./a.star, DIR/a.star]
 roles:
 - {name: r, image: i, entrypoint: e, num_replicas: 3, resource: {cpu: 1, mem_mb: 2000}, overlays: [a.star, b.star]}
 - {name: s, image: i, entrypoint: e, num_replicas: 2, resource: {cpu: 1, mem_mb: 2000}, overlays: [b.star]}
@@ -25,6 +26,7 @@ roles:
 		"a.star": "def overlay(pod, ctx):\n    return pod\n",
 		"b.star": "def overlay(pod):\n    return pod\n",
 	} {
+		src = strings.ReplaceAll(src, "DIR", dir)
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}

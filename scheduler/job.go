@@ -404,6 +404,14 @@ func labelValue(s string) string {
 	return s
 }
 
+// path returns the path of a file the spec names: relative paths are relative to app.Dir.
+func (app *App) path(file string) string {
+	if filepath.IsAbs(file) {
+		return file
+	}
+	return filepath.Join(app.Dir, file)
+}
+
 // compile is engine.Compile; tests count its calls.
 var compile = engine.Compile
 
@@ -446,7 +454,7 @@ func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, error) {
 	}
 	var common engine.Chain
 	for i, f := range app.Overlays {
-		common = append(common, compileFile(filepath.Join(app.Dir, f), field.NewPath("overlays").Index(i)))
+		common = append(common, compileFile(app.path(f), field.NewPath("overlays").Index(i)))
 	}
 	var cli engine.Chain
 	for _, f := range opts.Overlays {
@@ -456,7 +464,7 @@ func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, error) {
 	for ri, r := range app.Roles {
 		chain := append(engine.Chain{}, common...)
 		for i, f := range r.Overlays {
-			chain = append(chain, compileFile(filepath.Join(app.Dir, f),
+			chain = append(chain, compileFile(app.path(f),
 				field.NewPath("roles").Index(ri).Child("overlays").Index(i)))
 		}
 		chains[ri] = append(chain, cli...)
