@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -24,6 +26,7 @@ type applyFlags struct {
 	overlayFlags
 	files  []string
 	output string
+	jobs   int
 }
 
 func newApplyCmd(a *app) *cobra.Command {
@@ -33,7 +36,9 @@ func newApplyCmd(a *app) *cobra.Command {
 		Short: "Apply overlays to every Pod of a YAML or JSON stream",
 		Long: `Apply reads a multi-document YAML or JSON stream (the -f files in order, or standard
 input), applies the overlays in order to every Pod, passes every other document through
-unchanged and writes the documents in input order to standard output.
+unchanged and writes the documents in input order to standard output. It streams: -j
+documents are applied at the same time, and output beyond a few MiB waits in a temporary
+file, which is removed at the end.
 
 Nothing is written unless every document succeeds: on any error, standard output stays
 empty, the error goes to standard error and the exit code is 1.`,
@@ -47,6 +52,7 @@ empty, the error goes to standard error and the exit code is 1.`,
 	f.register(cmd.Flags(), true)
 	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "`FILE` to read, - for standard input (repeatable; default: standard input)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
+	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "documents to apply at the same time (output order is unchanged)")
 	return cmd
 }
 
@@ -59,6 +65,9 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	}
 	if f.output != "yaml" && f.output != "json" {
 		return usagef("--output: got %q, want yaml or json", f.output)
+	}
+	if f.jobs < 1 {
+		return usagef("--jobs: got %d, want a positive number", f.jobs)
 	}
 	files := f.files
 	if len(files) == 0 {
@@ -82,23 +91,132 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 		return err
 	}
 
-	var out bytes.Buffer
-	w := &docWriter{w: &out, format: f.output}
-	for _, file := range files {
-		if err := applyFile(ctx, a, chain, env, file, w); err != nil {
-			return err
-		}
+	p := &pipeline{ctx: ctx, a: a, chain: chain, env: env, format: f.output}
+	out := &spool{limit: spoolMemory}
+	defer out.Close()
+	if err := p.run(files, f.jobs, out); err != nil {
+		return err
 	}
-	_, err = out.WriteTo(a.stdout)
-	return err
+	return out.copyTo(a.stdout)
 }
 
-// applyFile applies chain to every Pod of one input stream.
-func applyFile(ctx context.Context, a *app, chain engine.Chain, env *engine.Env, file string, w *docWriter) error {
+// Sizes of the apply pipeline.
+const (
+	batchSize   = 32      // documents a job takes at a time (one worker round trip per overlay)
+	spoolMemory = 4 << 20 // output kept in memory before it goes to a temporary file
+)
+
+// A pipeline applies a chain to the documents of several streams: one goroutine reads them
+// in batches, -j goroutines apply and encode the batches, and the caller's goroutine writes
+// their output in input order. The first error in input order ends the run.
+type pipeline struct {
+	ctx    context.Context
+	a      *app
+	chain  engine.Chain
+	env    *engine.Env
+	format string
+}
+
+// A batch is consecutive documents of the input, or the error that ended reading.
+type batch struct {
+	docs []*stream.Document
+	err  error         // the error of the first document that failed, or of reading after docs
+	out  [][]byte      // the output of each document before the error, set by an applier
+	done chan struct{} // closed when out and err are final
+}
+
+// run applies p.chain to every document of files and writes the output to w. Nothing that
+// follows an error is written.
+func (p *pipeline) run(files []string, jobs int, w io.Writer) error {
+	ctx, cancel := context.WithCancel(p.ctx)
+	defer cancel()
+	work := make(chan *batch, jobs)
+	order := make(chan *batch, 2*jobs)
+	go func() {
+		defer close(order)
+		defer close(work)
+		p.read(ctx, files, work, order)
+	}()
+	for range jobs {
+		go func() {
+			for b := range work {
+				p.apply(ctx, b)
+				close(b.done)
+			}
+		}()
+	}
+	dw := &docWriter{w: w, format: p.format}
+	var failed error
+	for b := range order {
+		if failed != nil {
+			continue // drain, so that the reader ends
+		}
+		<-b.done
+		for _, data := range b.out {
+			if err := dw.writeRaw(data); err != nil {
+				b.err = err
+				break
+			}
+		}
+		if b.err != nil {
+			failed = b.err
+			cancel()
+		}
+	}
+	return failed
+}
+
+// read reads the documents of files in batches and sends each batch to work (when it has
+// documents) and to order.
+func (p *pipeline) read(ctx context.Context, files []string, work, order chan<- *batch) {
+	send := func(b *batch) bool {
+		if len(b.docs) > 0 {
+			select {
+			case work <- b:
+			case <-ctx.Done():
+				return false
+			}
+		} else {
+			close(b.done)
+		}
+		select {
+		case order <- b:
+			return b.err == nil
+		case <-ctx.Done():
+			return false
+		}
+	}
+	newBatch := func() *batch { return &batch{done: make(chan struct{})} }
+	b := newBatch()
+	for _, file := range files {
+		ok := true
+		err := p.readFile(file, func(doc *stream.Document) bool {
+			b.docs = append(b.docs, doc)
+			if len(b.docs) < batchSize {
+				return true
+			}
+			ok = send(b)
+			b = newBatch()
+			return ok
+		})
+		if err != nil {
+			b.err = err
+			send(b)
+			return
+		}
+		if !ok {
+			return
+		}
+	}
+	send(b)
+}
+
+// readFile calls yield with every document of one stream until yield returns false.
+func (p *pipeline) readFile(file string, yield func(*stream.Document) bool) error {
 	var r io.Reader
 	name := file
 	if file == "-" {
-		r, name = a.stdin, "<stdin>"
+		r, name = p.a.stdin, "<stdin>"
 	} else {
 		fh, err := os.Open(file)
 		if err != nil {
@@ -116,24 +234,93 @@ func applyFile(ctx context.Context, a *app, chain engine.Chain, env *engine.Env,
 		if err != nil {
 			return err
 		}
+		if !yield(doc) {
+			return nil
+		}
+	}
+}
+
+// apply applies the chain to the pods of b and encodes every document, up to the first
+// document that fails, whose error goes before any error of reading.
+func (p *pipeline) apply(ctx context.Context, b *batch) {
+	var pods []*corev1.Pod
+	var podDocs []int // the index in b.docs of each pod
+	n := len(b.docs)  // the documents before the first failure
+	var docErr error
+	for i, doc := range b.docs {
 		if !isPod(doc) {
-			if err := w.passThrough(doc); err != nil {
-				return err
-			}
 			continue
 		}
 		pod, err := decodePod(doc)
 		if err != nil {
-			return err
+			n, docErr = i, err
+			break
 		}
-		res, err := chain.Apply(ctx, pod, env)
+		pods = append(pods, pod)
+		podDocs = append(podDocs, i)
+	}
+	results, failed, err := p.applyPods(ctx, pods)
+	if err != nil {
+		n = podDocs[failed]
+		docErr = docError(b.docs[n], pods[failed], err)
+	}
+	b.out = make([][]byte, 0, n)
+	k := 0
+	for _, doc := range b.docs[:n] {
+		var data []byte
+		var err error
+		if isPod(doc) {
+			data, err = encode(results[k], p.format)
+			k++
+		} else {
+			data, err = passThrough(doc, p.format)
+		}
 		if err != nil {
-			return docError(doc, pod, err)
+			docErr = err
+			break
 		}
-		if err := w.write(res); err != nil {
-			return err
+		b.out = append(b.out, data)
+	}
+	if docErr != nil {
+		b.err = docErr
+	}
+}
+
+// applyPods applies the chain to pods, each overlay to all of them at once. On error it
+// returns the index of the first pod that failed, that pod's error and the results of the
+// pods before it.
+func (p *pipeline) applyPods(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, int, error) {
+	if len(pods) == 0 {
+		return nil, 0, nil
+	}
+	if len(p.chain) == 0 {
+		out := make([]*corev1.Pod, len(pods))
+		for i, pod := range pods {
+			out[i] = pod.DeepCopy()
+		}
+		return out, 0, nil
+	}
+	out := pods
+	var err error
+	for _, o := range p.chain {
+		if out, err = o.ApplyBatch(ctx, out, p.env); err != nil {
+			break
 		}
 	}
+	if err == nil {
+		return out, 0, nil
+	}
+	// A batch reports the error of its first failing pod without saying which pod that is:
+	// apply the pods one by one to find it. Applies are deterministic, so the same pod fails.
+	out = make([]*corev1.Pod, 0, len(pods))
+	for i, pod := range pods {
+		res, err := p.chain.Apply(ctx, pod, p.env)
+		if err != nil {
+			return out, i, err
+		}
+		out = append(out, res)
+	}
+	return nil, 0, err // the batch failed for a reason of its own, such as a worker's crash
 }
 
 // isPod reports whether doc is a core/v1 Pod.
@@ -176,61 +363,101 @@ func docError(doc *stream.Document, pod *corev1.Pod, err error) error {
 	return errors.New(b.String())
 }
 
-// docWriter writes documents in YAML (separated by ---) or JSON (one value after another).
+// docWriter writes encoded documents: YAML separated by ---, or JSON values one after another.
 type docWriter struct {
 	w      io.Writer
 	format string
 	n      int
 }
 
-func (w *docWriter) sep() error {
+// writeRaw writes one encoded document.
+func (w *docWriter) writeRaw(data []byte) error {
 	w.n++
 	if w.format == "yaml" && w.n > 1 {
-		_, err := io.WriteString(w.w, "---\n")
-		return err
+		if _, err := io.WriteString(w.w, "---\n"); err != nil {
+			return err
+		}
 	}
-	return nil
-}
-
-// write writes an object the overlays produced.
-func (w *docWriter) write(obj any) error {
-	if err := w.sep(); err != nil {
-		return err
-	}
-	var data []byte
-	var err error
-	if w.format == "json" {
-		data, err = json.MarshalIndent(obj, "", "  ")
-		data = append(data, '\n')
-	} else {
-		data, err = yaml.Marshal(obj)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = w.w.Write(data)
+	_, err := w.w.Write(data)
 	return err
 }
 
-// passThrough writes a document that is not a Pod unchanged: its text when the formats
-// agree, its content otherwise.
-func (w *docWriter) passThrough(doc *stream.Document) error {
-	if doc.JSON != (w.format == "json") {
-		return w.write(doc.Object)
+// encode encodes an object the overlays produced.
+func encode(obj any, format string) ([]byte, error) {
+	if format == "json" {
+		data, err := json.MarshalIndent(obj, "", "  ")
+		return append(data, '\n'), err
 	}
-	if err := w.sep(); err != nil {
-		return err
+	return yaml.Marshal(obj)
+}
+
+// passThrough encodes a document that is not a Pod unchanged: its text when the formats
+// agree, its content otherwise.
+func passThrough(doc *stream.Document, format string) ([]byte, error) {
+	if doc.JSON != (format == "json") {
+		return encode(doc.Object, format)
 	}
 	raw := doc.Raw
 	if doc.JSON {
 		var buf bytes.Buffer
 		if err := json.Indent(&buf, raw, "", "  "); err != nil {
-			return err
+			return nil, err
 		}
-		raw = append(buf.Bytes(), '\n')
-	} else if !bytes.HasSuffix(raw, []byte("\n")) {
-		raw = append(raw, '\n')
+		return append(buf.Bytes(), '\n'), nil
 	}
-	_, err := w.w.Write(raw)
+	if !bytes.HasSuffix(raw, []byte("\n")) {
+		raw = append(raw[:len(raw):len(raw)], '\n')
+	}
+	return raw, nil
+}
+
+// A spool holds output until it can be written: in memory up to limit bytes, then in a
+// temporary file. Close removes the file.
+type spool struct {
+	limit int
+	mem   bytes.Buffer
+	file  *os.File
+	bw    *bufio.Writer
+}
+
+func (s *spool) Write(p []byte) (int, error) {
+	if s.file == nil && s.mem.Len()+len(p) > s.limit {
+		f, err := os.CreateTemp("", "starpod-apply-*")
+		if err != nil {
+			return 0, err
+		}
+		s.file, s.bw = f, bufio.NewWriterSize(f, 64<<10)
+		if _, err := s.bw.Write(s.mem.Bytes()); err != nil {
+			return 0, err
+		}
+		s.mem = bytes.Buffer{}
+	}
+	if s.file != nil {
+		return s.bw.Write(p)
+	}
+	return s.mem.Write(p)
+}
+
+// copyTo copies everything written so far to w.
+func (s *spool) copyTo(w io.Writer) error {
+	if s.file == nil {
+		_, err := s.mem.WriteTo(w)
+		return err
+	}
+	if err := s.bw.Flush(); err != nil {
+		return err
+	}
+	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err := io.Copy(w, s.file)
 	return err
+}
+
+// Close removes the temporary file, if there is one.
+func (s *spool) Close() {
+	if s.file != nil {
+		s.file.Close()
+		os.Remove(s.file.Name())
+	}
 }
