@@ -55,3 +55,21 @@ func BenchmarkLlamaFT(b *testing.B) {
 		}
 	}
 }
+
+// TestDeterministic builds the llama-ft example several times: with the same app id, the
+// output is the same byte for byte, whatever order the replicas were built in.
+func TestDeterministic(t *testing.T) {
+	var first string
+	for i := range 5 {
+		got, err := build("../examples/llama-ft/app.yaml", scheduler.DefaultConfig(),
+			scheduler.BuildOptions{AppID: "demo"}, "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = got
+		} else if got != first {
+			t.Fatalf("build %d differs from build 0:\n%s", i, cmp.Diff(first, got))
+		}
+	}
+}
