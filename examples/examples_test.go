@@ -116,7 +116,11 @@ func runExample(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatalf("second apply: %v", err)
 	}
-	if diff := cmp.Diff(got, again); diff != "" {
+	againYAML, err := yaml.Marshal(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(gotYAML), string(againYAML)); diff != "" {
 		t.Errorf("applying the overlay twice differs from applying it once (-once +twice):\n%s", diff)
 	}
 }

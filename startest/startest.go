@@ -16,7 +16,9 @@
 package startest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -445,8 +447,15 @@ func podFromYAML(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "text", &text); err != nil {
 		return nil, err
 	}
+	// Numbers keep their text (json.Number), so integers stay integers.
+	j, err := yaml.YAMLToJSONStrict([]byte(text))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber()
 	var obj any
-	if err := yaml.Unmarshal([]byte(text), &obj); err != nil {
+	if err := dec.Decode(&obj); err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)
 	}
 	pod, err := engine.DecodePod(obj)
