@@ -21,11 +21,31 @@ import (
 type decoder struct {
 	errs FieldErrors
 	pos  map[string]Position // field path → position of its value
+	// tainted lists the paths whose decoded values are not what the user meant: values of
+	// the wrong type, and the fields that misspelt keys were probably meant to set.
+	// Validation errors at or under them would only repeat the decoding error.
+	tainted []string
 }
 
-// errorf records an error at the position of node.
+// add records an error at the position of node.
 func (d *decoder) add(node *yaml.Node, err *field.Error) {
 	d.errs = append(d.errs, &FieldError{Pos: nodePos(node), Err: err})
+	if err.Type == field.ErrorTypeTypeInvalid || err.Type == field.ErrorTypeInvalid {
+		d.tainted = append(d.tainted, err.Field)
+	}
+}
+
+// rootPath is the printed form of the root's field path.
+var rootPath = (*field.Path)(nil).String()
+
+// isTainted reports whether the path p is at or under a tainted path.
+func (d *decoder) isTainted(p string) bool {
+	for _, t := range d.tainted {
+		if t == rootPath || p == t || strings.HasPrefix(p, t+".") || strings.HasPrefix(p, t+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 func nodePos(node *yaml.Node) Position {
@@ -178,6 +198,9 @@ func (d *decoder) decodeStruct(node *yaml.Node, v reflect.Value, path *field.Pat
 		i, ok := fields[key]
 		if !ok {
 			d.add(node.Content[indexOfKey(node, key)], unknownField(path, key, names))
+			if near := spell.Nearest(key, names); near != "" {
+				d.tainted = append(d.tainted, child(path, near).String())
+			}
 			return
 		}
 		d.decode(val, v.Field(i), child(path, key))

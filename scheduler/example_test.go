@@ -20,6 +20,7 @@ roles:
 	fmt.Println(err)
 	// Output:
 	// app.yaml:7:3: roles[0].num_replica: unknown field; did you mean "num_replicas"?
+	// app.yaml:8:31: roles[0].resource.mem_mb: must be > 0
 }
 
 func ExampleBuild() {

@@ -161,18 +161,20 @@ func ParseApp(name string, data []byte) (*App, error) {
 			Err: field.Invalid(nil, nil, "got several YAML documents, want one")}}}
 	}
 	d.decode(doc.Content[0], reflect.ValueOf(app).Elem(), nil)
-	if len(d.errs) == 0 {
-		for _, err := range app.validate() {
+	// Validate what was decoded too, so that every problem is reported at once, but leave
+	// out what would only repeat a decoding error.
+	for _, err := range app.validate() {
+		if !d.isTainted(err.Field) {
 			d.errs = append(d.errs, &FieldError{Pos: d.position(err.Field), Err: err})
 		}
-		// Report in file order.
-		slices.SortStableFunc(d.errs, func(a, b *FieldError) int {
-			if a.Pos.Line != b.Pos.Line {
-				return a.Pos.Line - b.Pos.Line
-			}
-			return a.Pos.Col - b.Pos.Col
-		})
 	}
+	// Report in file order.
+	slices.SortStableFunc(d.errs, func(a, b *FieldError) int {
+		if a.Pos.Line != b.Pos.Line {
+			return a.Pos.Line - b.Pos.Line
+		}
+		return a.Pos.Col - b.Pos.Col
+	})
 	if len(d.errs) > 0 {
 		return nil, &SpecError{File: name, Errors: d.errs}
 	}
@@ -189,7 +191,7 @@ func (d *decoder) position(p string) Position {
 		}
 		i := strings.LastIndexAny(p, ".[")
 		if i < 0 {
-			return d.pos[(*field.Path)(nil).String()]
+			return d.pos[rootPath]
 		}
 		p = p[:i]
 	}

@@ -195,8 +195,11 @@ roles:
 	if err == nil {
 		t.Fatal("got no error")
 	}
-	// Decoding errors come first and stop validation.
-	want := `app.yaml:6:33: roles[0].resource.memMB: unknown field; did you mean "mem_mb"?`
+	// Decoding and validation errors come together, in file order, except those about
+	// mem_mb, which the misspelt memMB was probably meant to set.
+	want := `app.yaml:6:33: roles[0].resource.memMB: unknown field; did you mean "mem_mb"?
+app.yaml:7:17: roles[0].retry_policy: got "ROLE", not supported: Volcano restarts one task or the whole job, not all the tasks of a role; want REPLICA (restart the failed replica) or APPLICATION (restart every role)
+app.yaml:8:10: roles[0].args[0]: got "${replica}", unknown macro ${replica}; did you mean ${replica_id}?`
 	if err.Error() != want {
 		t.Errorf("got\n%s\nwant\n%s", err, want)
 	}
