@@ -30,12 +30,12 @@ func decode(x starlark.Value, out any, path *field.Path, opts *Options) (field.E
 	}
 	v := rv.Elem()
 	v.SetZero()
-	w := &walker{root: path}
+	w := newWalker(path)
+	defer w.release()
 	if opts != nil {
 		w.limit = opts.MaxBytes
 	}
-	dec := typeDecoder(v.Type())
-	if err := w.withLimit(func() { dec(w, x, v) }); err != nil {
+	if err := w.decode(typeDecoder(v.Type()), x, v); err != nil {
 		return nil, err
 	}
 	return w.errs, nil
@@ -117,13 +117,13 @@ func newTypeDecoder(t reflect.Type) decoderFunc {
 // None passes JSON null, as encoding/json does for a non-pointer field.
 func unmarshalerDecoder(w *walker, x starlark.Value, v reflect.Value) {
 	u := v.Addr().Interface().(json.Unmarshaler)
-	var buf [64]byte
 	nerrs := len(w.errs)
-	b := w.appendJSON(buf[:0], x)
+	// UnmarshalJSON must copy the bytes it keeps, so the buffer is reused.
+	w.buf = w.appendJSON(w.buf[:0], x)
 	if len(w.errs) > nerrs {
 		return
 	}
-	if err := u.UnmarshalJSON(b); err != nil {
+	if err := u.UnmarshalJSON(w.buf); err != nil {
 		var bad any = noValue
 		switch x := x.(type) {
 		case starlark.String:
@@ -185,10 +185,10 @@ func (w *walker) skip(x starlark.Value) {
 		if w.onPath(x) {
 			return
 		}
-		w.add(2)
+		w.addDict(x.Len())
 		w.seen = append(w.seen, x)
 		for k, v := range x.Entries() {
-			w.add(1) // comma and colon, counted with the key
+			w.add(1) // the colon
 			w.skip(k)
 			if ks, ok := k.(starlark.String); ok {
 				w.pushKey(string(ks))
@@ -401,28 +401,20 @@ func (sd *structDecoder) decode(w *walker, x starlark.Value, v reflect.Value) {
 		w.skip(x)
 		return
 	}
-	w.add(2)
+	w.addDict(d.Len())
 	if !w.enter(d) {
 		return
 	}
-	first := true
 	for k, val := range d.Entries() {
-		name, ok := k.(starlark.String)
+		name, ok := w.mapKey(k)
 		if !ok {
-			w.invalid("got %s key, want string", k.Type())
 			continue
 		}
-		if !first {
-			w.add(1)
-		}
-		first = false
-		w.addString(string(name))
-		w.add(1)
-		i, ok := sd.fields.byName[string(name)]
+		i, ok := sd.fields.byName[name]
 		if !ok {
-			w.pushChild(string(name))
+			w.pushChild(name)
 			detail := "unknown field"
-			if hint := spell.Nearest(string(name), sd.fields.names); hint != "" {
+			if hint := spell.Nearest(name, sd.fields.names); hint != "" {
 				detail += `; did you mean "` + hint + `"?`
 			}
 			w.errs = append(w.errs, field.Forbidden(w.path(), detail))
@@ -480,7 +472,7 @@ func quotedDecoder(w *walker, x starlark.Value, v reflect.Value) {
 
 type mapDecoder struct {
 	typ     reflect.Type
-	key     func(w *walker, k string) (reflect.Value, bool)
+	key     func(w *walker, k string) (reflect.Value, bool) // nil for string kinds
 	elemDec decoderFunc
 }
 
@@ -501,9 +493,7 @@ func newMapDecoder(t reflect.Type) decoderFunc {
 			return kv.Elem(), true
 		}
 	case kt.Kind() == reflect.String:
-		md.key = func(w *walker, k string) (reflect.Value, bool) {
-			return reflect.ValueOf(k).Convert(kt), true
-		}
+		md.key = nil // set in place by decode
 	case kt.Kind() >= reflect.Int && kt.Kind() <= reflect.Int64:
 		md.key = func(w *walker, k string) (reflect.Value, bool) {
 			n, err := strconv.ParseInt(k, 10, 64)
@@ -553,22 +543,19 @@ func (w *walker) enterDict(x starlark.Value, v reflect.Value) (*starlark.Dict, b
 		w.skip(x)
 		return nil, false
 	}
-	w.add(2)
+	w.addDict(d.Len())
 	if !w.enter(d) {
 		return nil, false
 	}
 	return d, true
 }
 
-// mapKey checks the key of a dict entry, counts its size and returns it.
-func (w *walker) mapKey(k starlark.Value, first bool) (string, bool) {
+// mapKey checks the key of a dict entry, counts its size with the colon and returns it.
+func (w *walker) mapKey(k starlark.Value) (string, bool) {
 	s, ok := k.(starlark.String)
 	if !ok {
 		w.invalid("got %s key, want string", k.Type())
 		return "", false
-	}
-	if !first {
-		w.add(1)
 	}
 	w.addString(string(s))
 	w.add(1)
@@ -585,15 +572,23 @@ func (md *mapDecoder) decode(w *walker, x starlark.Value, v reflect.Value) {
 		v.Set(reflect.MakeMapWithSize(md.typ, d.Len()))
 	}
 	elem := reflect.New(md.typ.Elem()).Elem()
-	first := true
+	var key reflect.Value // reused by string keys
+	if md.key == nil {
+		key = reflect.New(md.typ.Key()).Elem()
+	}
 	for k, val := range d.Entries() {
-		ks, ok := w.mapKey(k, first)
+		ks, ok := w.mapKey(k)
 		if !ok {
 			continue
 		}
-		first = false
 		w.pushKey(ks)
-		if kv, ok := md.key(w, ks); ok {
+		kv := key
+		if md.key == nil {
+			kv.SetString(ks)
+		} else {
+			kv, ok = md.key(w, ks)
+		}
+		if ok {
 			elem.SetZero()
 			md.elemDec(w, val, elem)
 			v.SetMapIndex(kv, elem)
@@ -611,13 +606,11 @@ func stringMapDecoder(w *walker, x starlark.Value, v reflect.Value) {
 	}
 	defer w.leave()
 	m := make(map[string]string, d.Len())
-	first := true
 	for k, val := range d.Entries() {
-		ks, ok := w.mapKey(k, first)
+		ks, ok := w.mapKey(k)
 		if !ok {
 			continue
 		}
-		first = false
 		switch val := val.(type) {
 		case starlark.String:
 			w.addString(string(val))
@@ -769,21 +762,19 @@ func (w *walker) appendJSON(b []byte, x starlark.Value) []byte {
 		}
 		return append(b, ".0"...)
 	case *starlark.Dict:
-		w.add(2)
+		w.addDict(x.Len())
 		if !w.enter(x) {
 			return b
 		}
 		b = append(b, '{')
-		first := true
 		for k, v := range x.Entries() {
-			ks, ok := w.mapKey(k, first)
+			ks, ok := w.mapKey(k)
 			if !ok {
 				continue
 			}
-			if !first {
+			if b[len(b)-1] != '{' {
 				b = append(b, ',')
 			}
-			first = false
 			b = appendQuoted(b, ks)
 			b = append(b, ':')
 			w.pushKey(ks)

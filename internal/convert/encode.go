@@ -23,8 +23,10 @@ import (
 
 // An encoder holds the state of one ToStarlark call.
 type encoder struct {
-	pending []entry // dict entries of the structs being encoded, innermost last
-	depth   int
+	pending    []entry    // dict entries of the structs being encoded, innermost last
+	mapPending []mapEntry // entries of the maps being encoded, innermost last
+	keys       []string   // scratch space for the keys of a map[string]string
+	depth      int
 }
 
 type entry struct{ k, v starlark.Value }
@@ -62,6 +64,8 @@ func toStarlark(v any) (starlark.Value, error) {
 	x, err := typeEncoder(rv.Type())(e, rv)
 	clear(e.pending[:cap(e.pending)])
 	e.pending = e.pending[:0]
+	clear(e.mapPending[:cap(e.mapPending)])
+	e.mapPending = e.mapPending[:0]
 	e.depth = 0
 	encoderPool.Put(e)
 	if err != nil {
@@ -533,8 +537,16 @@ func quotedEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
 }
 
 type mapEncoder struct {
-	keyString func(reflect.Value) (string, error)
-	elemEnc   encoderFunc
+	typ        reflect.Type
+	keyString  func(reflect.Value) (string, error)
+	elemEnc    encoderFunc
+	reuseValue bool // copy each value into one addressable variable, which encodes the same
+}
+
+type mapEntry struct {
+	k   string
+	v   starlark.Value
+	err error
 }
 
 var stringMapType = reflect.TypeFor[map[string]string]()
@@ -544,7 +556,11 @@ func newMapEncoder(t reflect.Type) encoderFunc {
 		return stringMapEncoder
 	}
 	kt := t.Key()
-	me := &mapEncoder{elemEnc: typeEncoder(t.Elem())}
+	me := &mapEncoder{
+		typ:        t,
+		elemEnc:    typeEncoder(t.Elem()),
+		reuseValue: !addrSensitive(t.Elem(), map[reflect.Type]bool{}),
+	}
 	switch kt.Kind() {
 	case reflect.String:
 		me.keyString = func(k reflect.Value) (string, error) { return k.String(), nil }
@@ -578,10 +594,19 @@ func stringMapEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
 		return starlark.None, nil
 	}
 	m := v.Interface().(map[string]string)
+	keys := e.keys[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	d := starlark.NewDict(len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range keys {
+		// Keys that differ only in invalid UTF-8 may collide, as they do in JSON text;
+		// the later one wins, as in json.decode.
 		d.SetKey(starlark.String(validUTF8(k)), starlark.String(validUTF8(m[k])))
 	}
+	clear(keys)
+	e.keys = keys[:0]
 	return d, nil
 }
 
@@ -593,28 +618,74 @@ func (me *mapEncoder) encode(e *encoder, v reflect.Value) (starlark.Value, error
 		return nil, encodeErrorf("nested too deeply")
 	}
 	defer func() { e.depth-- }()
-	type kv struct {
-		k string
-		v reflect.Value
+
+	// Encode the entries in map order, then sort them: the first error in key order is the
+	// one reported, as with encoding/json.
+	start := len(e.mapPending)
+	defer func() {
+		clear(e.mapPending[start:])
+		e.mapPending = e.mapPending[:start]
+	}()
+	key := reflect.New(me.typ.Key()).Elem()
+	var val reflect.Value
+	if me.reuseValue {
+		val = reflect.New(me.typ.Elem()).Elem()
 	}
-	kvs := make([]kv, 0, v.Len())
 	for it := v.MapRange(); it.Next(); {
-		k, err := me.keyString(it.Key())
+		key.SetIterKey(it)
+		k, err := me.keyString(key)
 		if err != nil {
 			return nil, err
 		}
-		kvs = append(kvs, kv{validUTF8(k), it.Value()})
-	}
-	slices.SortFunc(kvs, func(a, b kv) int { return strings.Compare(a.k, b.k) })
-	d := starlark.NewDict(len(kvs))
-	for _, p := range kvs {
-		x, err := me.elemEnc(e, p.v)
-		if err != nil {
-			return nil, at(err, pathElem{kind: keyElem, name: p.k})
+		var elem reflect.Value
+		if me.reuseValue {
+			val.SetIterValue(it)
+			elem = val
+		} else {
+			elem = it.Value()
 		}
-		d.SetKey(starlark.String(p.k), x)
+		x, err := me.elemEnc(e, elem)
+		e.mapPending = append(e.mapPending, mapEntry{k, x, err})
+	}
+	entries := e.mapPending[start:]
+	slices.SortFunc(entries, func(a, b mapEntry) int { return strings.Compare(a.k, b.k) })
+	d := starlark.NewDict(len(entries))
+	for _, p := range entries {
+		k := validUTF8(p.k)
+		if p.err != nil {
+			return nil, at(p.err, pathElem{kind: keyElem, name: k})
+		}
+		d.SetKey(starlark.String(k), p.v)
 	}
 	return d, nil
+}
+
+// addrSensitive reports whether values of type t encode differently when addressable:
+// when t, or a struct field or array element within it, has a MarshalJSON or MarshalText
+// method on its pointer type only.
+func addrSensitive(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	if t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface {
+		p := reflect.PointerTo(t)
+		if p.Implements(marshalerType) && !t.Implements(marshalerType) ||
+			p.Implements(textMarshalerType) && !t.Implements(textMarshalerType) {
+			return true
+		}
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if addrSensitive(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	case reflect.Array:
+		return addrSensitive(t.Elem(), seen)
+	}
+	return false
 }
 
 func newSliceEncoder(t reflect.Type) encoderFunc {

@@ -171,6 +171,44 @@ func TestToStarlarkKinds(t *testing.T) {
 	}
 }
 
+// ptrMarshaler has a MarshalJSON method on its pointer type only, which encoding/json calls
+// only for addressable values.
+type ptrMarshaler struct{ N int }
+
+func (*ptrMarshaler) MarshalJSON() ([]byte, error) { return []byte(`"ptr"`), nil }
+
+type ptrTexter struct{ N int }
+
+func (*ptrTexter) MarshalText() ([]byte, error) { return []byte("text"), nil }
+
+type Addressing struct {
+	Field    ptrMarshaler                     `json:"field"`
+	Slice    []ptrMarshaler                   `json:"slice"`
+	Array    [1]ptrMarshaler                  `json:"array"`
+	Map      map[string]ptrMarshaler          `json:"map"`
+	MapPtr   map[string]*ptrMarshaler         `json:"mapPtr"`
+	MapIn    map[string]struct{ P ptrTexter } `json:"mapIn"`
+	MapArray map[string][1]ptrTexter          `json:"mapArray"`
+	Any      any                              `json:"any"`
+	Text     ptrTexter                        `json:"text"`
+}
+
+func TestToStarlarkAddressability(t *testing.T) {
+	v := &Addressing{
+		Field:    ptrMarshaler{1},
+		Slice:    []ptrMarshaler{{2}},
+		Array:    [1]ptrMarshaler{{3}},
+		Map:      map[string]ptrMarshaler{"b": {4}, "a": {5}},
+		MapPtr:   map[string]*ptrMarshaler{"a": {6}, "nil": nil},
+		MapIn:    map[string]struct{ P ptrTexter }{"a": {ptrTexter{7}}},
+		MapArray: map[string][1]ptrTexter{"a": {{8}}},
+		Any:      ptrMarshaler{9},
+		Text:     ptrTexter{10},
+	}
+	checkLikeJSON(t, "addressable", v)
+	checkLikeJSON(t, "not addressable", *v)
+}
+
 type Ambiguous struct {
 	A1
 	A2

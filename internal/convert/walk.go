@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"reflect"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"go.starlark.net/starlark"
@@ -49,6 +51,32 @@ type walker struct {
 	size  int64            // running length of the JSON encoding
 	limit int64            // zero means no limit
 	errs  field.ErrorList
+	buf   []byte // scratch space for JSON text
+
+	elemsBuf [16]pathElem
+	seenBuf  [16]starlark.Value
+}
+
+var walkerPool = sync.Pool{New: func() any { return new(walker) }}
+
+// newWalker returns a walker from the pool, ready for a walk rooted at path.
+func newWalker(root *field.Path) *walker {
+	w := walkerPool.Get().(*walker)
+	w.root = root
+	w.elems = w.elemsBuf[:0]
+	w.seen = w.seenBuf[:0]
+	return w
+}
+
+// release returns w to the pool. The walker's errors remain valid.
+func (w *walker) release() {
+	clear(w.seenBuf[:])
+	buf := w.buf[:0]
+	if cap(buf) > 1<<16 {
+		buf = nil
+	}
+	*w = walker{buf: buf}
+	walkerPool.Put(w)
 }
 
 // sizeAbort is the panic value that stops a walk that passed the size limit.
@@ -130,8 +158,8 @@ func (w *walker) enter(x starlark.Value) bool {
 
 func (w *walker) leave() { w.seen = w.seen[:len(w.seen)-1] }
 
-// withLimit runs f, turning a size abort into a *SizeError.
-func (w *walker) withLimit(f func()) (err *SizeError) {
+// decode runs dec, turning a size abort into a *SizeError.
+func (w *walker) decode(dec decoderFunc, x starlark.Value, v reflect.Value) (err *SizeError) {
 	defer func() {
 		if r := recover(); r != nil {
 			a, ok := r.(sizeAbort)
@@ -141,8 +169,13 @@ func (w *walker) withLimit(f func()) (err *SizeError) {
 			err = a.err
 		}
 	}()
-	f()
+	dec(w, x, v)
 	return nil
+}
+
+// addDict counts the braces and commas of a dict of n entries.
+func (w *walker) addDict(n int) {
+	w.add(int64(2 + max(n-1, 0)))
 }
 
 // addList counts the brackets and commas of a list of n elements. It stops the walk at once
@@ -218,23 +251,18 @@ func (w *walker) elemsToGo(x starlark.Indexable) []any {
 }
 
 func (w *walker) dictToGo(d *starlark.Dict) map[string]any {
-	w.add(2)
+	w.addDict(d.Len())
 	if !w.enter(d) {
 		return nil
 	}
 	defer w.leave()
 	out := make(map[string]any, d.Len())
-	first := true
 	for k, v := range d.Entries() {
 		ks, ok := k.(starlark.String)
 		if !ok {
 			w.invalid("got %s key, want string", k.Type())
 			continue
 		}
-		if !first {
-			w.add(1)
-		}
-		first = false
 		w.addString(string(ks))
 		w.add(1)
 		w.pushKey(string(ks))
