@@ -74,6 +74,9 @@ func formatFieldError(file string, fe *FieldError) string {
 func describe(err *field.Error) string {
 	switch err.Type {
 	case field.ErrorTypeRequired:
+		if err.Field == rootPath {
+			return err.Detail
+		}
 		if err.Detail != "" {
 			return "required: " + err.Detail
 		}

@@ -151,7 +151,7 @@ func ParseApp(name string, data []byte) (*App, error) {
 	var doc yaml.Node
 	switch err := dec.Decode(&doc); {
 	case errors.Is(err, io.EOF):
-		return nil, &SpecError{File: name, Errors: FieldErrors{{Err: field.Required(nil, "the spec is empty")}}}
+		return nil, &SpecError{File: name, Errors: FieldErrors{{Err: field.Required(nil, "got an empty file, want an app spec")}}}
 	case err != nil:
 		return nil, &SpecError{File: name, Errors: FieldErrors{yamlError(err)}}
 	}

@@ -213,6 +213,17 @@ app.yaml:8:10: roles[0].args[0]: got "${replica}", unknown macro ${replica}; did
 	}
 }
 
+func TestParseAppEmpty(t *testing.T) {
+	_, err := scheduler.ParseApp("app.yaml", nil)
+	if want := "app.yaml: got an empty file, want an app spec"; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+	_, err = scheduler.ParseApp("app.yaml", []byte("name: a\n---\nname: b\n"))
+	if want := "app.yaml:2:1: got several YAML documents, want one"; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
 func TestLoadApp(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "app.yaml")
