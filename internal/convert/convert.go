@@ -67,6 +67,14 @@ func ToStarlark(v any) (starlark.Value, error) {
 // Field errors are returned in errs, rooted at path (nil for the top level); err is non-nil only
 // for a *SizeError, in which case errs is nil and *out is unspecified.
 //
+// Decode follows strict JSON decoding (sigs.k8s.io/json): keys match field names exactly,
+// tuples decode like lists, ints decode into float fields, a base64 string into []byte, and
+// types with an UnmarshalJSON method (resource.Quantity, metav1.Time, intstr.IntOrString)
+// receive the JSON text of the value. That text is written anew, so it is equivalent to, but
+// not always byte for byte the same as, the text a JSON decoder would pass: a
+// metav1.FieldsV1 may hold differently spaced JSON. Unlike JSON text, a dict cannot hold a
+// key twice, and values nested more than 1000 lists and dicts deep are an error.
+//
 // Decode panics if out is not a non-nil pointer.
 func Decode(x starlark.Value, out any, path *field.Path, opts *Options) (errs field.ErrorList, err error) {
 	return decode(x, out, path, opts)

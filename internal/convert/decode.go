@@ -529,8 +529,9 @@ func newMapDecoder(t reflect.Type) decoderFunc {
 	return md.decode
 }
 
-// dictEntries starts the decoding of a dict: it counts its size and checks it for cycles.
-// It reports whether to go on.
+// enterDict starts the decoding of x into the map v: it checks that x is a dict (None sets v
+// to nil), counts its size and checks it for cycles. It reports whether to go on; if so,
+// the caller must call w.leave after.
 func (w *walker) enterDict(x starlark.Value, v reflect.Value) (*starlark.Dict, bool) {
 	d, ok := x.(*starlark.Dict)
 	if !ok {
@@ -627,8 +628,9 @@ func stringMapDecoder(w *walker, x starlark.Value, v reflect.Value) {
 	v.Set(reflect.ValueOf(m))
 }
 
-// elements returns x as an Indexable if it is a list or tuple, counting its brackets and
-// commas and checking it for cycles. The caller must call leaveList(x) after.
+// enterList returns x as an Indexable if it is a list or tuple, counting its brackets and
+// commas and checking it for cycles; None sets the slice v to nil. If it reports true, the
+// caller must call leaveList after.
 func (w *walker) enterList(x starlark.Value, v reflect.Value) (starlark.Indexable, bool) {
 	switch x := x.(type) {
 	case *starlark.List:
