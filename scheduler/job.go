@@ -325,31 +325,36 @@ const maxNameLen = 63
 const suffixLen = 8
 
 // jobName returns the app id: opts.AppID, checked, or the normalised app name (cut to fit)
-// with a random suffix. Volcano names each pod <job>-<task>-0 and uses it as the pod's host
-// name, which must be a DNS label of at most 63 characters; the svc plugin also names a
-// Service after the job, which must be a DNS-1035 label.
+// with a random suffix. Volcano names the pod of task t <job>-<t>-0 and uses it as the pod's
+// host name, which must be a DNS label of at most 63 characters; its admission webhook checks
+// <job>-<t>-<i> instead, where i is the task's index in the job, which is never shorter. The
+// svc plugin also names a Service after the job, which must be a DNS-1035 label.
 func jobName(app *App, opts BuildOptions) (string, error) {
-	longest := ""
+	longest := "" // the longest "-<task>-<index>"
+	i := 0
 	for _, r := range app.Roles {
-		if t := taskName(r.Name, r.Replicas()-1); len(t) > len(longest) {
-			longest = t
+		for id := range r.Replicas() {
+			if s := "-" + taskName(r.Name, id) + "-" + strconv.Itoa(i); len(s) >= len(longest) {
+				longest = s
+			}
+			i++
 		}
 	}
-	budget := maxNameLen - len("-"+longest+"-0")
+	budget := maxNameLen - len(longest)
 	if opts.AppID != "" {
 		if msgs := validation.IsDNS1035Label(opts.AppID); len(msgs) > 0 {
 			return "", fmt.Errorf("app id %q: %s", opts.AppID, msgs[0])
 		}
 		if len(opts.AppID) > budget {
-			return "", fmt.Errorf("app id %q: pod name %s-%s-0 is %d characters, want at most %d",
-				opts.AppID, opts.AppID, longest, len(opts.AppID)+maxNameLen-budget, maxNameLen)
+			return "", fmt.Errorf("app id %q: pod name %s%s (as Volcano checks it) is %d characters, want at most %d",
+				opts.AppID, opts.AppID, longest, len(opts.AppID)+len(longest), maxNameLen)
 		}
 		return opts.AppID, nil
 	}
 	prefix := normalize(app.Name)
 	if n := budget - 1 - suffixLen; len(prefix) > n {
 		if n < 1 {
-			return "", fmt.Errorf("roles: task name %s leaves no room for a job name in a %d-character pod name",
+			return "", fmt.Errorf("roles: pod name suffix %s leaves no room for a job name in a %d-character pod name",
 				longest, maxNameLen)
 		}
 		prefix = strings.TrimRight(prefix[:n], "-")

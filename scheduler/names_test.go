@@ -72,11 +72,11 @@ func TestJobName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The pod name of the longest task, <job>-trainer-11-0, fills 63 characters at most.
-	if want := "very-long-name-very-long-name-very-long-n-aaaaaaaa"; got != want {
+	// The longest pod name that Volcano checks, <job>-trainer-11-11, fits 63 characters.
+	if want := "very-long-name-very-long-name-very-long-aaaaaaaa"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	if n := len(got + "-trainer-11-0"); n > 63 {
+	if n := len(got + "-trainer-11-11"); n > 63 {
 		t.Errorf("pod name is %d characters", n)
 	}
 
@@ -91,8 +91,8 @@ func TestJobName(t *testing.T) {
 		{"demo", ""},
 		{"Demo", `app id "Demo": a DNS-1035 label must consist of lower case alphanumeric characters`},
 		{"1demo", `app id "1demo": a DNS-1035 label`},
-		{strings.Repeat("x", 51), `pod name ` + strings.Repeat("x", 51) + `-trainer-11-0 is 64 characters, want at most 63`},
-		{strings.Repeat("x", 50), ""},
+		{strings.Repeat("x", 50), `pod name ` + strings.Repeat("x", 50) + `-trainer-11-11 (as Volcano checks it) is 64 characters, want at most 63`},
+		{strings.Repeat("x", 49), ""},
 	} {
 		_, err := jobName(app, BuildOptions{AppID: test.id})
 		if test.err == "" && err != nil || test.err != "" && (err == nil || !strings.Contains(err.Error(), test.err)) {
