@@ -212,12 +212,17 @@ func (w *walker) skip(x starlark.Value) {
 		}
 		w.leave()
 	case starlark.Tuple:
+		if w.onPath(x) {
+			return
+		}
 		w.addList(len(x))
+		w.seen = append(w.seen, x)
 		for i, v := range x {
 			w.pushIndex(i)
 			w.skip(v)
 			w.pop()
 		}
+		w.leave()
 	}
 }
 
@@ -225,6 +230,9 @@ func (w *walker) skip(x starlark.Value) {
 func (w *walker) onPath(x starlark.Value) bool {
 	if len(w.seen) >= maxDepth {
 		return true
+	}
+	if _, ok := x.(starlark.Tuple); ok {
+		return false
 	}
 	for _, s := range w.seen {
 		if s == x {
@@ -641,6 +649,9 @@ func (w *walker) enterList(x starlark.Value, v reflect.Value) (starlark.Indexabl
 		return x, true
 	case starlark.Tuple:
 		w.addList(len(x))
+		if !w.enter(x) {
+			return nil, false
+		}
 		return x, true
 	case starlark.NoneType:
 		w.add(4)
@@ -654,11 +665,7 @@ func (w *walker) enterList(x starlark.Value, v reflect.Value) (starlark.Indexabl
 	return nil, false
 }
 
-func (w *walker) leaveList(x starlark.Indexable) {
-	if _, ok := x.(*starlark.List); ok {
-		w.leave()
-	}
-}
+func (w *walker) leaveList(starlark.Indexable) { w.leave() }
 
 func newSliceDecoder(t reflect.Type) decoderFunc {
 	elemDec := typeDecoder(t.Elem())

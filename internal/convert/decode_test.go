@@ -214,6 +214,17 @@ def nest(n):
     return v
 x = {"metadata": {"managedFields": [{"fieldsV1": nest(2000)}]}}`,
 			[]wantError{{invalid, "metadata.managedFields[0]." + nestedFields, "nested too deeply"}}},
+		{`
+def nest(n):
+    v = ()
+    for _ in range(n):
+        v = (v,)
+    return v
+x = {"metadata": {"managedFields": [{"fieldsV1": {"a": nest(100000)}}]}, "spec": {"bogus": nest(100000)}}`,
+			[]wantError{
+				{invalid, "metadata.managedFields[0].fieldsV1[a]" + strings.Repeat("[0]", maxDepth-5), "nested too deeply"},
+				{forbidden, "spec.bogus", "unknown field"},
+			}},
 		{`x = {"spec": {"containers": [{"name": "c", "image": 1, "bogus": 2, "ports": [{"containerPort": "x"}]}], "hostPID": "no"}}`,
 			[]wantError{
 				{typ, "spec.containers[0].image", "got int, want string"},

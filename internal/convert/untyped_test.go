@@ -71,6 +71,7 @@ func TestToGoErrors(t *testing.T) {
 		{`cycle_list`, "x[1]", "value contains itself"},
 		{`cycle_dict`, "x[k][0]", "value contains itself"},
 		{`deep`, "x" + strings.Repeat("[0]", maxDepth), "nested too deeply"},
+		{`deep_tuple`, "x" + strings.Repeat("[0]", maxDepth), "nested too deeply"},
 	} {
 		thread := &starlark.Thread{Name: "test"}
 		env, err := starlark.ExecFileOptions(&syntax.FileOptions{}, thread, "setup.star", `
@@ -84,6 +85,12 @@ def nest(n):
         v = [v]
     return v
 deep = nest(1001)
+def nest_tuple(n):
+    v = ()
+    for _ in range(n):
+        v = (v,)
+    return v
+deep_tuple = nest_tuple(100000)
 `, nil)
 		if err != nil {
 			t.Fatal(err)

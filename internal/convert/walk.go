@@ -47,7 +47,7 @@ const (
 type walker struct {
 	root  *field.Path
 	elems []pathElem
-	seen  []starlark.Value // the dicts and lists on the current path, for cycle detection
+	seen  []starlark.Value // the dicts, lists and tuples on the current path
 	size  int64            // running length of the JSON encoding
 	limit int64            // zero means no limit
 	errs  field.ErrorList
@@ -139,17 +139,19 @@ func isData(x starlark.Value) bool {
 	return false
 }
 
-// enter notes that the walk descends into the container x and reports whether it may: not
-// when x is already being visited (a cycle) or the value is nested too deeply.
+// enter notes that the walk descends into the dict, list or tuple x and reports whether it
+// may: not when x is already being visited (a cycle) or the value is nested too deeply.
 func (w *walker) enter(x starlark.Value) bool {
 	if len(w.seen) >= maxDepth {
 		w.invalid("nested too deeply")
 		return false
 	}
-	for _, s := range w.seen {
-		if s == x {
-			w.invalid("value contains itself")
-			return false
+	if _, ok := x.(starlark.Tuple); !ok { // a tuple cannot contain itself, nor be compared
+		for _, s := range w.seen {
+			if s == x {
+				w.invalid("value contains itself")
+				return false
+			}
 		}
 	}
 	w.seen = append(w.seen, x)
@@ -233,6 +235,10 @@ func (w *walker) toGo(x starlark.Value) any {
 		return w.elemsToGo(x)
 	case starlark.Tuple:
 		w.addList(len(x))
+		if !w.enter(x) {
+			return nil
+		}
+		defer w.leave()
 		return w.elemsToGo(x)
 	}
 	w.typeInvalid(x, "dict, list, string, int, float, bool or None")
