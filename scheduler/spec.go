@@ -245,6 +245,24 @@ func validateOverlays(overlays []string, p *field.Path) field.ErrorList {
 	return errs
 }
 
+// envFieldPaths are the pod fields that an env var can refer to (besides labels and
+// annotations), as Kubernetes' validation allows them.
+var envFieldPaths = []string{"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName",
+	"spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"}
+
+// isEnvFieldPath reports whether an env var can refer to the pod field path.
+func isEnvFieldPath(path string) bool {
+	if slices.Contains(envFieldPaths, path) {
+		return true
+	}
+	for _, prefix := range []string{"metadata.labels['", "metadata.annotations['"} {
+		if key, ok := strings.CutPrefix(path, prefix); ok && strings.HasSuffix(key, "']") {
+			return len(content.IsLabelKey(strings.TrimSuffix(key, "']"))) == 0
+		}
+	}
+	return false
+}
+
 // maxReplicas bounds a role's replicas.
 const maxReplicas = 1000
 
@@ -279,8 +297,9 @@ func (r *Role) validate(p *field.Path) field.ErrorList {
 			errs = append(errs, field.Forbidden(ep, "starpod sets "+Rank0HostEnv+" for ${rank0_env}"))
 		}
 		if path, ok := strings.CutPrefix(e.Value, FieldPathPrefix); ok {
-			if path == "" {
-				errs = append(errs, field.Invalid(ep, e.Value, "want a field path after "+FieldPathPrefix))
+			if !isEnvFieldPath(path) {
+				errs = append(errs, field.Invalid(ep, e.Value, "want "+FieldPathPrefix+" and a pod field that env can refer to: "+
+					strings.Join(envFieldPaths, ", ")+", metadata.labels['KEY'] or metadata.annotations['KEY']"))
 			}
 			continue
 		}

@@ -160,6 +160,13 @@ roles:` + goodRole + `  args: ["${replica}", "${foo}", "${app_id"]
 			{field.ErrorTypeForbidden, "roles[0].metadata.labels[app.kubernetes.io/name]", 10, 47},
 			{field.ErrorTypeInvalid, "roles[0].metadata.labels[ok]", 10, 54},
 		}},
+		{"field paths", `
+name: x
+roles:` + goodRole + `  env: {A: "[FIELD_PATH]status.podIP", B: "[FIELD_PATH]metadata.labels['app.kubernetes.io/name']", C: "[FIELD_PATH]spec.foo", D: "[FIELD_PATH]metadata.labels['a b']"}
+`, []problem{
+			{field.ErrorTypeInvalid, "roles[0].env[C]", 8, 103},
+			{field.ErrorTypeInvalid, "roles[0].env[D]", 8, 130},
+		}},
 		{"duplicate roles", `
 name: x
 roles:` + goodRole + goodRole, []problem{{field.ErrorTypeDuplicate, "roles[1].name", 9, 9}}},
