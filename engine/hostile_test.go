@@ -4,7 +4,7 @@ package engine_test
 // steps and memory, escape the sandbox or return values no pod can hold. Each file starts
 // with the error it must produce:
 //
-//	# want: text the first line of the error contains (paths relative to testdata/hostile)
+//	# want: text the first line of the error contains, run in testdata/hostile
 //	# limit: memory        (optional: the Limit of the *LimitError inside the error)
 //
 // TestHostile runs every overlay through a worker pool and checks the error, that the test
@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -108,13 +110,15 @@ func TestHostile(t *testing.T) {
 		Workers:   pool,
 		MaxMemory: hostileMemory,
 		Timeout:   hostileTimeout,
-		Loader:    engine.DirLoader(hostileDir),
+		Loader:    engine.DirLoader("."),
 		Print:     func(pos syntax.Position, msg string) { printed++ },
 	}
+	// Run in the corpus directory, as sandbox_hostile.txtar does, so that errors read the same.
+	t.Chdir(hostileDir)
 	updated := make(map[string]string)
 	for _, c := range cases {
 		t.Run(strings.TrimSuffix(c.file, ".star"), func(t *testing.T) {
-			name := filepath.Join(hostileDir, c.file)
+			name := c.file
 			src, err := os.ReadFile(name)
 			if err != nil {
 				t.Fatal(err)
@@ -136,7 +140,7 @@ func TestHostile(t *testing.T) {
 				t.Logf("%s: %v", c.file, err)
 				return // its want line names no limit
 			}
-			got := strings.SplitN(strings.ReplaceAll(err.Error(), hostileDir+"/", ""), "\n", 2)[0]
+			got := strings.SplitN(err.Error(), "\n", 2)[0]
 			if *updateHostile {
 				updated[c.file] = got
 			} else if !strings.Contains(got, c.want) {
@@ -164,7 +168,7 @@ func TestHostile(t *testing.T) {
 	}
 	if *updateHostile {
 		for file, got := range updated {
-			path := filepath.Join(hostileDir, file)
+			path := file
 			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -178,3 +182,39 @@ func TestHostile(t *testing.T) {
 	}
 }
 
+const hostileScript = "../cmd/starpod/testdata/script/sandbox_hostile.txtar"
+
+// TestHostileScript checks that sandbox_hostile.txtar runs every overlay of the corpus
+// through the starpod command and expects its error; -update rewrites it.
+func TestHostileScript(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`# Every overlay of testdata/hostile fails with its error through the starpod command,
+# which survives: exit code 1, nothing on standard output, the error on standard error.
+# Generated from the corpus by: go test ./engine -run TestHostileScript -update
+
+cd $EXAMPLES/../testdata/hostile
+`)
+	for _, c := range readHostile(t) {
+		fmt.Fprintf(&b, "\n# %s", c.file)
+		if c.limit != "" {
+			fmt.Fprintf(&b, " (limit: %s)", c.limit)
+		}
+		fmt.Fprintf(&b, "\n! exec starpod apply --max-memory %s --timeout %s --overlay-script %s -f pod.yaml --overlay-arg a=b\n",
+			engine.FormatSize(hostileMemory), hostileTimeout, c.file)
+		fmt.Fprintf(&b, "! stdout .\nstderr '%s'\n", strings.ReplaceAll(regexp.QuoteMeta(c.want), "'", "''"))
+	}
+	want := b.String()
+	if *updateHostile {
+		if err := os.WriteFile(hostileScript, []byte(want), 0o666); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(hostileScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("%s is out of date; run go test ./engine -run TestHostileScript -update (-want +got):\n%s", hostileScript, diff)
+	}
+}

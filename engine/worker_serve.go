@@ -69,7 +69,7 @@ func ServeWorker() error {
 func limitMemory(limit int64) error {
 	// The Go runtime collects harder as the heap nears the soft limit; the rlimit is the
 	// hard stop, where an allocation fails and the runtime exits with "out of memory".
-	debug.SetMemoryLimit(limit * 3 / 4)
+	debug.SetMemoryLimit(limit)
 	// A worker serves one request at a time; few threads leave more of the limit to the heap.
 	runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), 2))
 	if err := setRlimits(limit); err != nil {

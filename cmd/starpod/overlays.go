@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.starlark.net/syntax"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/starpod/starpod/engine"
 )
@@ -26,6 +27,7 @@ type overlayFlags struct {
 	root     string
 	maxSteps uint64
 	timeout  time.Duration
+	memory   string // --max-memory
 }
 
 // register adds the flags to fs. withScripts says whether --overlay-script is one of them.
@@ -37,6 +39,7 @@ func (f *overlayFlags) register(fs *pflag.FlagSet, withScripts bool) {
 	fs.StringVar(&f.root, "overlay-root", "", "`DIR` that load() may read from (default: the directory of each overlay)")
 	fs.Uint64Var(&f.maxSteps, "max-steps", engine.DefaultMaxSteps, "execution steps allowed per overlay apply")
 	fs.DurationVar(&f.timeout, "timeout", engine.DefaultTimeout, "wall time allowed per overlay apply")
+	fs.StringVar(&f.memory, "max-memory", "512Mi", "memory `SIZE` allowed to the worker process that runs overlays (e.g. 256Mi, 1Gi)")
 }
 
 // overlayArgs parses --overlay-arg values.
@@ -64,6 +67,10 @@ func (f *overlayFlags) options(a *app, file string) (*engine.Options, error) {
 	if f.timeout <= 0 {
 		return nil, usagef("--timeout: got %v, want a positive duration", f.timeout)
 	}
+	memory, err := resource.ParseQuantity(f.memory)
+	if err != nil || memory.Sign() <= 0 {
+		return nil, usagef("--max-memory: got %q, want a positive size such as 512Mi", f.memory)
+	}
 	root := f.root
 	if root == "" {
 		root = filepath.Dir(file)
@@ -73,6 +80,10 @@ func (f *overlayFlags) options(a *app, file string) (*engine.Options, error) {
 		Timeout:  f.timeout,
 		Loader:   engine.DirLoader(root),
 		Print:    a.printer(),
+		// Overlays run in worker processes, so that no script can exhaust this one's memory.
+		Isolation: engine.WorkerProcess,
+		MaxMemory: memory.Value(),
+		Workers:   workerPool(),
 	}, nil
 }
 

@@ -1,0 +1,37 @@
+package main
+
+// This file defines the hidden worker subcommand: the process in which overlays run with a
+// memory limit.
+
+import (
+	"os"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/starpod/starpod/engine"
+)
+
+func init() { commands = append(commands, newWorkerCmd) }
+
+func newWorkerCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:    "worker",
+		Short:  "Serve as an overlay worker process (used by starpod itself)",
+		Hidden: true,
+		Args:   usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return engine.ServeWorker()
+		},
+	}
+}
+
+// workerPool is the pool of worker processes of every overlay the command runs: this
+// binary, re-executed with its hidden worker subcommand.
+var workerPool = sync.OnceValue(func() *engine.WorkerPool {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	return engine.NewWorkerPool(&engine.WorkerPoolOptions{Path: exe, Args: []string{"worker"}})
+})
