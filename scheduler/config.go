@@ -9,7 +9,6 @@ import (
 
 	"github.com/starpod/starpod/internal/spell"
 	"k8s.io/apimachinery/pkg/api/validate/content"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Config holds the run options of the Kubernetes scheduler. Start from DefaultConfig; the
@@ -174,7 +173,7 @@ func parseNonNegative(v string, out *int64) error {
 }
 
 func dnsLabel(v string) error {
-	if msgs := validation.IsDNS1123Label(v); len(msgs) > 0 {
+	if msgs := content.IsDNS1123Label(v); len(msgs) > 0 {
 		return fmt.Errorf("got %q, want a DNS label: %s", v, msgs[0])
 	}
 	return nil
