@@ -389,8 +389,10 @@ func encodeFloat(f float64, bits int) (starlark.Value, error) {
 		return nil, encodeErrorf("got %s, want finite float", strconv.FormatFloat(f, 'g', -1, bits))
 	}
 	abs := math.Abs(f)
-	if abs < 1<<53 && f == math.Trunc(f) {
-		return starlark.MakeInt64(int64(f)), nil // what 'f' format prints is exactly this integer
+	// Below 2**53 (2**24 for float32) floats are at most 1 apart, so the shortest
+	// decimal form of an integral float is that integer.
+	if (bits == 64 && abs < 1<<53 || abs < 1<<24) && f == math.Trunc(f) {
+		return starlark.MakeInt64(int64(f)), nil
 	}
 	format := byte('f')
 	if abs != 0 {

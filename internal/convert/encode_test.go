@@ -166,6 +166,8 @@ func TestToStarlarkKinds(t *testing.T) {
 	checkLikeJSON(t, "kinds", v)
 	checkLikeJSON(t, "kinds value", *v)
 	checkLikeJSON(t, "zero kinds", &Kinds{})
+	floats32 := []float32{0, 1, 0.1, 123456789, 16777216, 16777216 * 3, 1e10, 3.4e38, 1e-7, -2.5}
+	checkLikeJSON(t, "float32s", &floats32)
 	for _, x := range []any{nil, 1, "s", 1.0, 2.5, []int(nil), map[string]int{"b": 1, "a": 2}, &[]string{"x"}, json.Number("3")} {
 		checkLikeJSON(t, fmt.Sprintf("%#v", x), x)
 	}
