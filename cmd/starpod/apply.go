@@ -10,11 +10,12 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	goyaml "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/stream"
@@ -103,7 +104,7 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 // Sizes of the apply pipeline.
 const (
 	batchSize   = 32      // documents a job takes at a time (one worker round trip per overlay)
-	spoolMemory = 4 << 20 // output kept in memory before it goes to a temporary file
+	spoolMemory = 1 << 20 // output kept in memory before it goes to a temporary file
 )
 
 // A pipeline applies a chain to the documents of several streams: one goroutine reads them
@@ -131,7 +132,7 @@ func (p *pipeline) run(files []string, jobs int, w io.Writer) error {
 	ctx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
 	work := make(chan *batch, jobs)
-	order := make(chan *batch, 2*jobs)
+	order := make(chan *batch, jobs)
 	go func() {
 		defer close(order)
 		defer close(work)
@@ -284,6 +285,7 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 	if docErr != nil {
 		b.err = docErr
 	}
+	b.docs = nil // only the output waits for the writer
 }
 
 // applyPods applies the chain to pods, each overlay to all of them at once. On error it
@@ -388,7 +390,53 @@ func encode(obj any, format string) ([]byte, error) {
 		data, err := json.MarshalIndent(obj, "", "  ")
 		return append(data, '\n'), err
 	}
-	return yaml.Marshal(obj)
+	return marshalYAML(obj)
+}
+
+// marshalYAML returns the same text as sigs.k8s.io/yaml.Marshal, in about half the time.
+// That function encodes obj as JSON, parses the JSON text with the YAML parser to get
+// untyped values and encodes those as YAML; here encoding/json parses the JSON text, which is
+// much faster, and each number becomes the type the YAML parser would have given it.
+func marshalYAML(obj any) ([]byte, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("error converting JSON to YAML: %v", err)
+	}
+	return goyaml.Marshal(yamlNumbers(v))
+}
+
+// yamlNumbers replaces each json.Number in v with the int, uint64 or float64 that the YAML
+// parser resolves its text to.
+func yamlNumbers(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			v[k] = yamlNumbers(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = yamlNumbers(x)
+		}
+	case json.Number:
+		s := string(v)
+		if i, err := strconv.ParseInt(s, 10, 0); err == nil {
+			return int(i)
+		}
+		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+			return u
+		}
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return f
+		}
+		return s
+	}
+	return v
 }
 
 // passThrough encodes a document that is not a Pod unchanged: its text when the formats
