@@ -10,11 +10,9 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
-	goyaml "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/starpod/starpod/engine"
@@ -390,53 +388,7 @@ func encode(obj any, format string) ([]byte, error) {
 		data, err := json.MarshalIndent(obj, "", "  ")
 		return append(data, '\n'), err
 	}
-	return marshalYAML(obj)
-}
-
-// marshalYAML returns the same text as sigs.k8s.io/yaml.Marshal, in about half the time.
-// That function encodes obj as JSON, parses the JSON text with the YAML parser to get
-// untyped values and encodes those as YAML; here encoding/json parses the JSON text, which is
-// much faster, and each number becomes the type the YAML parser would have given it.
-func marshalYAML(obj any) ([]byte, error) {
-	data, err := json.Marshal(obj)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("error converting JSON to YAML: %v", err)
-	}
-	return goyaml.Marshal(yamlNumbers(v))
-}
-
-// yamlNumbers replaces each json.Number in v with the int, uint64 or float64 that the YAML
-// parser resolves its text to.
-func yamlNumbers(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			v[k] = yamlNumbers(x)
-		}
-	case []any:
-		for i, x := range v {
-			v[i] = yamlNumbers(x)
-		}
-	case json.Number:
-		s := string(v)
-		if i, err := strconv.ParseInt(s, 10, 0); err == nil {
-			return int(i)
-		}
-		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
-			return u
-		}
-		if f, err := strconv.ParseFloat(s, 64); err == nil {
-			return f
-		}
-		return s
-	}
-	return v
+	return stream.MarshalYAML(obj)
 }
 
 // passThrough encodes a document that is not a Pod unchanged: its text when the formats

@@ -2,50 +2,10 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 )
-
-// TestMarshalYAML checks that marshalYAML writes what sigs.k8s.io/yaml.Marshal writes.
-func TestMarshalYAML(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "pods", "training.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := new(corev1.Pod)
-	if err := yaml.UnmarshalStrict(data, pod); err != nil {
-		t.Fatal(err)
-	}
-	var numbers any
-	dec := json.NewDecoder(bytes.NewReader([]byte(`{"int": 42, "neg": -7, "zero": -0, "big": 9223372036854775807,
-		"bigger": 18446744073709551615, "huge": 1e400, "float": 1.5, "exp": 1e+21, "small": 1.5e-7,
-		"strings": ["true", "1", "0x10", "", "null", "~", "a: b", "- x", "#c", "yes", "1e3", "\u00e9\n\t"],
-		"nested": [{"b": 1, "a10": 2, "a9": 3}], "none": null, "bool": false}`)))
-	dec.UseNumber()
-	if err := dec.Decode(&numbers); err != nil {
-		t.Fatal(err)
-	}
-	for name, obj := range map[string]any{"pod": pod, "numbers": numbers} {
-		want, err := yaml.Marshal(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := marshalYAML(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(string(want), string(got)); diff != "" {
-			t.Errorf("%s: marshalYAML differs from yaml.Marshal (-want +got):\n%s", name, diff)
-		}
-	}
-}
 
 // TestSpool checks that a spool gives back everything written, from memory or from its
 // temporary file, and removes the file.
