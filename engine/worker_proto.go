@@ -155,8 +155,16 @@ func (w *wireError) error() error {
 	return e
 }
 
-// writeFrame writes v as one frame: a 4-byte big-endian length and JSON.
+// writeFrame writes v as one frame, a 4-byte big-endian length and JSON, and flushes w.
 func writeFrame(w *bufio.Writer, v any) error {
+	if err := bufferFrame(w, v); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// bufferFrame writes v as one frame to w without flushing it.
+func bufferFrame(w *bufio.Writer, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -169,10 +177,8 @@ func writeFrame(w *bufio.Writer, v any) error {
 	if _, err := w.Write(n[:]); err != nil {
 		return err
 	}
-	if _, err := w.Write(data); err != nil {
-		return err
-	}
-	return w.Flush()
+	_, err = w.Write(data)
+	return err
 }
 
 // readFrame reads one frame into v.

@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 
 	"go.starlark.net/syntax"
@@ -67,11 +66,11 @@ func ServeWorker() error {
 
 // limitMemory bounds the memory of the current process before it reads any script.
 func limitMemory(limit int64) error {
-	// The Go runtime collects harder as the heap nears the soft limit; the rlimit is the
-	// hard stop, where an allocation fails and the runtime exits with "out of memory".
-	debug.SetMemoryLimit(limit)
 	// A worker serves one request at a time; few threads leave more of the limit to the heap.
 	runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), 2))
+	// The rlimit is the hard stop, where an allocation fails and the runtime exits with
+	// "out of memory". There is no soft limit (debug.SetMemoryLimit): near it the collector
+	// runs without pause, and a bomb would take its whole time limit to die.
 	if err := setRlimits(limit); err != nil {
 		return fmt.Errorf("limiting memory: %v", err)
 	}
@@ -109,7 +108,7 @@ func handle(scripts map[string]*Overlay, req *wireRequest, out *bufio.Writer) (*
 		if _, ok := scripts[d.Key]; !ok {
 			o, err := Compile(d.Name, d.Src, d.options(func(pos syntax.Position, msg string) {
 				if printErr == nil {
-					printErr = writeFrame(out, &wireResponse{Print: &wirePrint{File: pos.Filename(), Line: pos.Line, Col: pos.Col, Msg: msg}})
+					printErr = bufferFrame(out, &wireResponse{Print: &wirePrint{File: pos.Filename(), Line: pos.Line, Col: pos.Col, Msg: msg}})
 				}
 			}))
 			if printErr != nil {

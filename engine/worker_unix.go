@@ -16,11 +16,11 @@ import (
 // Go runtime starts (with cgo, each reserves the 8 MiB of a pthread stack, which counts as data).
 const threadAllowance = 64 << 20
 
-// setRlimits limits the data segment (private writable memory: the Go heap and thread stacks)
-// of the process to what it holds now plus limit plus threadAllowance, and its address space
-// likewise.
+// setRlimits limits the data segment (private writable memory: the Go heap and thread stacks,
+// including what the process holds already) of the process to limit plus threadAllowance, and
+// its address space to what it has reserved now plus twice that.
 func setRlimits(limit int64) error {
-	data := procStatus("self", "VmData")<<10 + limit + threadAllowance
+	data := limit + threadAllowance
 	if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: uint64(data), Max: uint64(data)}); err != nil {
 		return fmt.Errorf("setrlimit RLIMIT_DATA: %v", err)
 	}
