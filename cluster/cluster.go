@@ -160,14 +160,24 @@ type Error struct {
 	Err       error
 }
 
+// Error returns the message: the cluster, namespace, operation and object, then the cause,
+// then, for an API error with several causes, each cause on a line of its own, indented by a
+// tab, as "field.path: message".
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster %s", e.Cluster)
 	if e.Namespace != "" {
 		fmt.Fprintf(&b, ", namespace %q", e.Namespace)
 	}
-	fmt.Fprintf(&b, ": %s %s: %v", e.Op, e.Object, e.Err)
-	for _, c := range Causes(e.Err) {
+	msg := e.Err.Error()
+	fmt.Fprintf(&b, ": %s %s: %s", e.Op, e.Object, msg)
+	// The API's message names its causes in one line; list them one a line, unless there
+	// is only one, which the message shows well enough.
+	causes := Causes(e.Err)
+	if len(causes) == 1 && strings.Contains(msg, causes[0]) {
+		causes = nil
+	}
+	for _, c := range causes {
 		b.WriteString("\n\t")
 		b.WriteString(c)
 	}

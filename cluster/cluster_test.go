@@ -109,6 +109,13 @@ func TestErrorMessage(t *testing.T) {
 		t.Errorf("IsInvalid(%v) = false, want true through Unwrap", err)
 	}
 
+	one := apierrors.NewInvalid(gk, "app", field.ErrorList{field.Required(field.NewPath("spec", "queue"), "")})
+	err = &Error{Cluster: "c", Namespace: "ml", Op: "create", Object: `job "app"`, Err: one}
+	want = `cluster c, namespace "ml": create job "app": Job.batch.volcano.sh "app" is invalid: spec.queue: Required value`
+	if got := err.Error(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+
 	notFound := apierrors.NewNotFound(schema.GroupResource{Group: "batch.volcano.sh", Resource: "jobs"}, "app")
 	err = &Error{Cluster: "in-cluster (https://10.0.0.1:443)", Op: "get", Object: `job "app"`, Err: notFound}
 	want = `cluster in-cluster (https://10.0.0.1:443): get job "app": jobs.batch.volcano.sh "app" not found`

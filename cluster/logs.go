@@ -34,6 +34,7 @@ type LogOptions struct {
 	Container     string         // this container of each pod, instead of the default one
 	AllContainers bool           // every container of each pod, init containers first
 	Color         bool           // colour the prefixes with ANSI escapes, for a terminal
+	Notes         io.Writer      // where to say which pods have no logs yet; nil for nowhere
 }
 
 // Logs writes the log lines of the pods of the app that t names to w, each line prefixed
@@ -67,6 +68,10 @@ func (c *Client) Logs(ctx context.Context, t LogTarget, opts LogOptions, w io.Wr
 	p := newLinePrinter(w, opts.Color)
 	for _, s := range streams {
 		p.add(s.prefix)
+		// The API server answers an empty log for a pod on no node, and a user would wonder.
+		if s.node == "" && opts.Notes != nil {
+			fmt.Fprintf(opts.Notes, "%s: pod %q is not on a node yet (%s): no logs\n", s.prefix, s.pod, s.phase)
+		}
 	}
 	podOpts := corev1.PodLogOptions{Follow: opts.Follow}
 	if opts.Since > 0 {
@@ -148,6 +153,8 @@ func joinInts(xs []int) string {
 // A logStream is one container of one pod whose logs to print.
 type logStream struct {
 	pod, container, prefix string
+	node                   string // the pod's node, "" if it is not scheduled
+	phase                  corev1.PodPhase
 	ref                    replicaRef
 }
 
@@ -189,7 +196,8 @@ func logStreams(job *vcbatch.Job, pods []corev1.Pod, t LogTarget, opts LogOption
 			if len(names) > 1 {
 				prefix += "/" + name
 			}
-			out = append(out, logStream{pod: pod.Name, container: name, prefix: prefix, ref: ref})
+			out = append(out, logStream{pod: pod.Name, container: name, prefix: prefix,
+				node: pod.Spec.NodeName, phase: pod.Status.Phase, ref: ref})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {

@@ -298,6 +298,7 @@ containers and sidecars included.`,
 				return err
 			}
 			opts.Color = colorOutput(a.stdout)
+			opts.Notes = a.stderr
 			return c.Logs(cmd.Context(), t, opts, a.stdout)
 		},
 	}

@@ -58,7 +58,7 @@ func waitApp(ctx context.Context, a *app, c *cluster.Client, h cluster.Handle) e
 		return err
 	}
 	if st.State != cluster.Succeeded {
-		fmt.Fprintf(a.stderr, "starpod: app %s ended %s%s\n", h, st.State, reasonNote(st))
+		fmt.Fprintf(a.stderr, "app %s ended %s%s\n", h, st.State, reasonNote(st))
 		return &exitCodeError{exitError}
 	}
 	return nil
