@@ -12,6 +12,7 @@ import (
 	"go.starlark.net/starlark"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/randfill"
 )
 
 // Documented differences between Decode of json.decode(text) and strict JSON decoding of
@@ -137,5 +138,18 @@ func FuzzRoundTrip(f *testing.F) {
 		if !apiequality.Semantic.DeepEqual(again, got) {
 			t.Fatalf("Decode(ToStarlark(pod)) differs from the JSON round trip:\n%s", cmp.Diff(again, got, cmp.Exporter(func(reflect.Type) bool { return true })))
 		}
+	})
+}
+
+// FuzzRandomPod fills a pod at random from the fuzzer's bytes and checks that ToStarlark
+// agrees with encoding/json and that Decode gives the pod back.
+func FuzzRandomPod(f *testing.F) {
+	f.Add([]byte("starpod"))
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pod := new(corev1.Pod)
+		podFiller(randfill.NewFromGoFuzz(data)).Fill(pod)
+		checkLikeJSON(t, "random pod", pod)
+		checkDecodeRoundTrip(t, "random pod", pod)
 	})
 }

@@ -119,7 +119,18 @@ func richPod() *corev1.Pod {
 // randomPods returns n pods filled at random with seed, with the types that have their own
 // JSON form filled with values that survive a JSON round trip.
 func randomPods(seed int64, n int) []*corev1.Pod {
-	f := randfill.NewWithSeed(seed).NilChance(0.3).NumElements(0, 3).MaxDepth(12).Funcs(
+	f := podFiller(randfill.NewWithSeed(seed))
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		pods[i] = new(corev1.Pod)
+		f.Fill(pods[i])
+	}
+	return pods
+}
+
+// podFiller sets up f to fill pods.
+func podFiller(f *randfill.Filler) *randfill.Filler {
+	return f.NilChance(0.3).NumElements(0, 3).MaxDepth(12).Funcs(
 		func(q *resource.Quantity, c randfill.Continue) {
 			switch c.Intn(3) {
 			case 0:
@@ -147,12 +158,6 @@ func randomPods(seed int64, n int) []*corev1.Pod {
 			x.Raw = []byte(`{"f:spec":{"f:x":{}},"n":[1,2.5]}`)
 		},
 	)
-	pods := make([]*corev1.Pod, n)
-	for i := range pods {
-		pods[i] = new(corev1.Pod)
-		f.Fill(pods[i])
-	}
-	return pods
 }
 
 // strictUnmarshal decodes JSON text as the Kubernetes API server does: case-sensitively, with
