@@ -33,7 +33,8 @@ type Options struct {
 	// count their bytes plus quotes and backslash escapes (control characters count as
 	// \u00XX), floats count the digits of their shortest form, and every bracket, colon and
 	// comma counts. Invalid UTF-8 is counted as its bytes, so the total may be a little below
-	// the length encoding/json would produce for such strings.
+	// the length encoding/json would produce for such strings. Values that are not decoded
+	// (of unknown fields, or of the wrong type) count too.
 	MaxBytes int64
 }
 
@@ -44,8 +45,8 @@ type SizeError struct {
 }
 
 func (e *SizeError) Error() string {
-	if p := e.Path.String(); p != "" {
-		return fmt.Sprintf("%s: value too large: JSON encoding exceeds %d bytes", p, e.Limit)
+	if e.Path != nil {
+		return fmt.Sprintf("%s: value too large: JSON encoding exceeds %d bytes", e.Path, e.Limit)
 	}
 	return fmt.Sprintf("value too large: JSON encoding exceeds %d bytes", e.Limit)
 }

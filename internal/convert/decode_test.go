@@ -366,6 +366,9 @@ func TestDecodeSize(t *testing.T) {
 	if serr.Limit != n*98/100 {
 		t.Errorf("SizeError.Limit = %d, want %d", serr.Limit, n*98/100)
 	}
+	if _, err := Decode(starlark.String("xxxxxxxx"), new(string), nil, &Options{MaxBytes: 4}); err == nil || err.Error() != "value too large: JSON encoding exceeds 4 bytes" {
+		t.Errorf("Decode of a long string at the top: %v", err)
+	}
 
 	// A huge list fails at once, before anything is allocated for it.
 	elems := make([]starlark.Value, 1_000_000)
