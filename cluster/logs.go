@@ -29,7 +29,7 @@ import (
 type LogOptions struct {
 	Follow        bool           // stream new lines until the containers end or ctx is done
 	Since         time.Duration  // only lines newer than this; 0 for all
-	Tail          int64          // only the last Tail lines of each container; 0 for all
+	Tail          *int64         // only the last *Tail lines of each container; nil for all
 	Regex         *regexp.Regexp // only lines that match; nil for all
 	Container     string         // this container of each pod, instead of the default one
 	AllContainers bool           // every container of each pod, init containers first
@@ -78,8 +78,9 @@ func (c *Client) Logs(ctx context.Context, t LogTarget, opts LogOptions, w io.Wr
 		secs := int64(math.Ceil(opts.Since.Seconds()))
 		podOpts.SinceSeconds = &secs
 	}
-	if opts.Tail > 0 {
-		podOpts.TailLines = &opts.Tail
+	if opts.Tail != nil {
+		n := *opts.Tail
+		podOpts.TailLines = &n
 	}
 	errs := make([]error, len(streams))
 	var wg sync.WaitGroup

@@ -42,7 +42,9 @@ func (c *Client) Submit(ctx context.Context, job *vcbatch.Job, opts SubmitOption
 	if job.Namespace == "" {
 		job.Namespace = c.namespace
 	}
-	create := metav1.CreateOptions{}
+	// Strict: a field the cluster's CRD does not know is an error, not silently dropped, so
+	// that what is created is what was printed.
+	create := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
 	if opts.DryRun {
 		create.DryRun = []string{metav1.DryRunAll}
 	}

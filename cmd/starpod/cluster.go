@@ -252,6 +252,7 @@ func newLogsCmd(a *app) *cobra.Command {
 	var f clusterFlags
 	var opts cluster.LogOptions
 	var regex string
+	var tail int64
 	cmd := &cobra.Command{
 		Use:   "logs HANDLE[/ROLE[/REPLICA]]",
 		Short: "Print the logs of an app's replicas",
@@ -271,13 +272,11 @@ containers and sidecars included.`,
 			if opts.Container != "" && opts.AllContainers {
 				return usagef("-c and --all-containers: got both, want at most one")
 			}
-			if opts.Tail < -1 {
-				return usagef("--tail: got %d, want a number of lines, or -1 for all", opts.Tail)
-			}
-			if opts.Tail == -1 {
-				opts.Tail = 0
-			} else if opts.Tail == 0 {
-				return nil // no lines wanted
+			switch {
+			case tail < -1:
+				return usagef("--tail: got %d, want a number of lines, or -1 for all", tail)
+			case tail >= 0:
+				opts.Tail = &tail // 0 with -f: only new lines
 			}
 			if opts.Since < 0 {
 				return usagef("--since: got %s, want a positive duration", opts.Since)
@@ -306,7 +305,7 @@ containers and sidecars included.`,
 	fs := cmd.Flags()
 	fs.BoolVarP(&opts.Follow, "follow", "f", false, "stream new lines until the containers end")
 	fs.DurationVar(&opts.Since, "since", 0, "only lines newer than `DURATION`, such as 10m or 1h")
-	fs.Int64Var(&opts.Tail, "tail", -1, "only the last `N` lines of each container (-1: all)")
+	fs.Int64Var(&tail, "tail", -1, "only the last `N` lines of each container (-1: all)")
 	fs.StringVar(&regex, "regex", "", "only lines that match the regular expression `RE`")
 	fs.StringVarP(&opts.Container, "container", "c", "", "show `CONTAINER` of each pod instead of its default container")
 	fs.BoolVar(&opts.AllContainers, "all-containers", false, "show every container of each pod")
