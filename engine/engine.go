@@ -18,6 +18,11 @@
 // apply is bounded in execution steps, wall time and the size of the result; the zero
 // [Options] gives safe defaults. The same script and pod always give the same pod.
 //
+// One Starlark step can allocate without bound, and a Go process out of memory dies, so
+// in-process overlays are not bounded in memory. With [WorkerProcess] isolation overlays
+// compile and apply in worker processes that limit their own memory (see [Isolation],
+// [WorkerPool] and [ServeWorkerIfRequested]); a script that exhausts it gets a *LimitError.
+//
 // Every failure is an [*Error]: it names the overlay, the script position, the Starlark
 // backtrace where there is one, and for an invalid result the pod field path of each problem.
 // A limit that was hit is a [*LimitError] inside it; use errors.As to find either.

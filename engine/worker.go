@@ -2,6 +2,28 @@ package engine
 
 // This file defines process isolation: overlays that compile and apply in worker processes
 // with a memory limit, and the pool of workers they share.
+//
+// What the sandbox guarantees, with WorkerProcess isolation:
+//   - The calling process never runs the script: it parses it and its modules (asking its
+//     Loader for each load) but runs no Starlark, so no script can exhaust its memory or stack.
+//   - A worker limits its data segment (heap and thread stacks) to MaxMemory plus 64 MiB for
+//     thread stacks, and its address space likewise, with setrlimit before it reads a script;
+//     where a cgroup v2 memory controller is writable it also puts itself in a cgroup with
+//     memory.max = MaxMemory. A script that passes the limit kills its worker; the caller gets
+//     an *Error wrapping a *LimitError{Limit: "memory"} naming the overlay, and the pool starts
+//     a new worker on demand.
+//   - Steps, time and result size are limited inside the worker as in process; the parent also
+//     kills a worker that has not answered within the time limit plus one second (one step
+//     that runs long, such as a huge sort), and a worker whose caller's context ends.
+//   - Errors cross the process boundary with the same text, position, backtrace, field paths
+//     and *LimitError; their other causes become plain errors with the same message.
+//
+// What it does not guarantee: a bomb is stopped by whichever limit it reaches first, memory or
+// time, so the same script may report either on a busy machine; peak resident memory is the
+// limit plus the worker's start size, thread stacks and program text; CPU is bounded only
+// through the time limit; memory is not bounded on systems without setrlimit (non-Unix), and
+// in-process overlays (the library default) are not bounded in memory at all. Under the race
+// detector, worker limits are scaled by 8 for its shadow memory.
 
 import (
 	"bufio"
@@ -359,6 +381,7 @@ func (w *worker) call(ctx context.Context, req *wireRequest, deadline time.Durat
 		bytes.Contains([]byte(stderr), []byte("cannot allocate memory")) ||
 		bytes.Contains([]byte(stderr), []byte("stack overflow")) ||
 		bytes.Contains([]byte(stderr), []byte("pthread_create failed")) || // no memory for a thread stack
+		bytes.Contains([]byte(stderr), []byte("ThreadSanitizer failed to allocate")) || // under -race
 		killedByOOM(w.cmd.ProcessState) {
 		return nil, failMemory, nil
 	}

@@ -71,7 +71,7 @@ func limitMemory(limit int64) error {
 	// The rlimit is the hard stop, where an allocation fails and the runtime exits with
 	// "out of memory". There is no soft limit (debug.SetMemoryLimit): near it the collector
 	// runs without pause, and a bomb would take its whole time limit to die.
-	if err := setRlimits(limit); err != nil {
+	if err := setRlimits(limit * raceMemoryFactor); err != nil {
 		return fmt.Errorf("limiting memory: %v", err)
 	}
 	joinMemoryCgroup(limit) // best effort

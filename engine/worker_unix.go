@@ -18,7 +18,7 @@ const threadAllowance = 64 << 20
 
 // setRlimits limits the data segment (private writable memory: the Go heap and thread stacks,
 // including what the process holds already) of the process to limit plus threadAllowance, and
-// its address space to what it has reserved now plus twice that.
+// its address space to what it has reserved now plus that.
 func setRlimits(limit int64) error {
 	data := limit + threadAllowance
 	if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: uint64(data), Max: uint64(data)}); err != nil {
@@ -27,7 +27,7 @@ func setRlimits(limit int64) error {
 	// The Go runtime reserves about a gigabyte of address space at start that it never
 	// touches; the address-space limit only stops growth beyond that.
 	if vsize := virtualSize(); vsize > 0 {
-		as := uint64(vsize + 2*limit + threadAllowance)
+		as := uint64(vsize + limit + threadAllowance)
 		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
 			return fmt.Errorf("setrlimit RLIMIT_AS: %v", err)
 		}

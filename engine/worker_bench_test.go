@@ -1,0 +1,59 @@
+package engine_test
+
+// This file defines the benchmarks of applies through worker processes, next to the
+// in-process BenchmarkApply: one pod per round trip, and batches of pods per round trip
+// (reported per pod).
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/starpod/starpod/engine"
+)
+
+func benchWorkerOverlay(b *testing.B) (*engine.Overlay, *corev1.Pod) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	b.Cleanup(func() { pool.Close() })
+	o, err := engine.Compile("overlay.star", benchOverlay(b), &engine.Options{Isolation: engine.WorkerProcess, Workers: pool})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pod := benchPod(b)
+	if _, err := o.Apply(context.Background(), pod, nil); err != nil { // start the worker
+		b.Fatal(err)
+	}
+	return o, pod
+}
+
+// BenchmarkApplyWorker applies the overlay to one pod per round trip to a worker.
+func BenchmarkApplyWorker(b *testing.B) {
+	o, pod := benchWorkerOverlay(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := o.Apply(context.Background(), pod, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkApplyWorkerBatch applies the overlay to 64 pods per round trip; ns/op is per pod.
+func BenchmarkApplyWorkerBatch(b *testing.B) {
+	const batch = 64
+	o, pod := benchWorkerOverlay(b)
+	pods := make([]*corev1.Pod, batch)
+	for i := range pods {
+		pods[i] = pod
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		if n%batch == 0 {
+			if _, err := o.ApplyBatch(context.Background(), pods, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n++
+	}
+}

@@ -1,0 +1,7 @@
+//go:build race
+
+package engine_test
+
+// raceMemoryFactor is the factor by which the engine scales worker memory limits under the
+// race detector; peak memory bounds scale with it.
+const raceMemoryFactor = 8
