@@ -2,17 +2,24 @@
 # Measures starpod and prints one table (Markdown):
 #
 #   - in process: µs/op and allocs/op of BenchmarkApply (the GPU overlay on the training pod,
-#     compiled once) and BenchmarkCompile against BenchmarkJSONRoundTrip of the same pod;
+#     compiled once), BenchmarkCompile and, where they exist, BenchmarkApplyWorker and
+#     BenchmarkApplyWorkerBatch (applies in isolated worker processes, one pod or 64 pods a
+#     round trip, per pod) against BenchmarkJSONRoundTrip of the same pod;
 #   - end to end: the median wall time and peak RSS of `starpod apply` over N copies of the
 #     training pod (distinct names) against `kubectl kustomize` with the equivalent strategic-merge
-#     patch and against ytt with the equivalent overlay, with ratios.
+#     patch and against ytt with the equivalent overlay, with ratios (peak RSS is the largest of
+#     any one process: starpod's own or one of its overlay workers);
+#   - the scheduler: `starpod run --dry-run` of a role of 1,000 replicas
+#     (testdata/bench/app-1000.yaml) against 1,000 in-process applies.
 #
 # kubectl and ytt rows are skipped when the tool is absent. Set YTT_INSTALL=1 to install ytt
 # v0.52.0 with `go install` into a temporary directory when it is not on PATH.
 #
 # Settings (environment): SIZES (default "1000 10000"), RUNS (runs per measurement, median
 # taken; default 3), SLOW_RUNS (runs of kubectl and ytt at sizes above 1000; default 1),
-# BENCHTIME (go test -benchtime; default 1s), COUNT (go test -count, median taken; default 5).
+# BENCHTIME (-test.benchtime; default 1s), COUNT (runs of the engine benchmarks, median
+# taken; default 5), KUBECTL_MAX_PODS (sizes above it skip kubectl, which needs minutes
+# there; default no limit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -22,6 +29,7 @@ RUNS=${RUNS:-3}
 SLOW_RUNS=${SLOW_RUNS:-1}
 BENCHTIME=${BENCHTIME:-1s}
 COUNT=${COUNT:-5}
+KUBECTL_MAX_PODS=${KUBECTL_MAX_PODS:-1000000}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -34,12 +42,18 @@ fi
 
 # --- in process -----------------------------------------------------------------------------
 
-echo "running go test -bench (count $COUNT, benchtime $BENCHTIME)..." >&2
-go test -run '^$' -bench '^Benchmark(Apply|ApplyParallel|JSONRoundTrip|GoMutation|Compile)$' \
-	-benchtime "$BENCHTIME" -count "$COUNT" ./engine/ >"$tmp/bench.txt"
+echo "running the engine benchmarks $COUNT times (benchtime $BENCHTIME)..." >&2
+# One test binary run COUNT times, so that a change of the machine's load during the run
+# touches every benchmark alike.
+go test -c -o "$tmp/engine.test" ./engine/
+: >"$tmp/bench.txt"
+for ((i = 0; i < COUNT; i++)); do
+	(cd engine && "$tmp/engine.test" -test.run '^$' -test.benchmem -test.benchtime "$BENCHTIME" \
+		-test.bench '^Benchmark(Apply|ApplyParallel|ApplyWorker|ApplyWorkerBatch|ApplyVsJSON|JSONRoundTrip|GoMutation|Compile)$') >>"$tmp/bench.txt"
+done
 
-# median NAME FIELD prints the median of the value before unit FIELD (ns/op, allocs/op) of
-# benchmark NAME.
+# median_bench NAME UNIT prints the median of the values of benchmark NAME in UNIT (ns/op,
+# allocs/op, apply/json).
 median_bench() {
 	awk -v name="$1" -v unit="$2" '
 		$1 ~ "^Benchmark" name "(-[0-9]+)?$" { for (i = 2; i < NF; i++) if ($(i+1) == unit) print $i }
@@ -50,7 +64,7 @@ json_ns=$(median_bench JSONRoundTrip ns/op)
 json_allocs=$(median_bench JSONRoundTrip allocs/op)
 
 echo
-echo "In process (medians of $COUNT runs of go test -bench; training pod, GPU overlay)"
+echo "In process (medians of $COUNT runs; the training pod and the GPU overlay)"
 echo
 echo "| benchmark | µs/op | allocs/op | time vs JSON round trip | allocs vs JSON round trip |"
 echo "|---|---:|---:|---:|---:|"
@@ -62,6 +76,18 @@ for name in JSONRoundTrip Apply ApplyParallel Compile GoMutation; do
 		printf "| %s | %.1f | %d | %.2f× | %.2f× |\n", n, ns / 1000, a, ns / jn, a / ja
 	}'
 done
+for name in ApplyWorker ApplyWorkerBatch; do
+	ns=$(median_bench "$name" ns/op)
+	[ -n "$ns" ] || continue
+	awk -v n="$name" -v ns="$ns" -v a="$(median_bench "$name" allocs/op)" -v jn="$json_ns" -v an="$(median_bench Apply ns/op)" 'BEGIN {
+		printf "| %s | %.1f | %d | %.2f× | %.2f× Apply |\n", n, ns / 1000, a, ns / jn, ns / an
+	}'
+done
+ratio=$(median_bench ApplyVsJSON apply/json)
+if [ -n "$ratio" ]; then
+	echo
+	echo "Apply and the JSON round trip interleaved in one loop (BenchmarkApplyVsJSON): Apply takes ${ratio}× the time of the round trip."
+fi
 
 # --- end to end -----------------------------------------------------------------------------
 
@@ -185,7 +211,7 @@ EOF
 		exit 1
 	fi
 	awk -v n="$n" -v t="$s_t" -v m="$s_m" 'BEGIN { printf "| %d | starpod apply | %.2f | %.1f | |\n", n, t, m / 1024 }'
-	if [ -n "$kubectl" ]; then
+	if [ -n "$kubectl" ] && [ "$n" -le "$KUBECTL_MAX_PODS" ]; then
 		read -r k_t k_m < <(measure "$slow" "$kubectl" kustomize "$dir")
 		awk -v n="$n" -v t="$k_t" -v m="$k_m" -v st="$s_t" 'BEGIN {
 			printf "| %d | kubectl kustomize | %.2f | %.1f | %.1f× |\n", n, t, m / 1024, t / st }'
@@ -196,6 +222,20 @@ EOF
 			printf "| %d | ytt | %.2f | %.1f | %.1f× |\n", n, t, m / 1024, t / st }'
 	fi
 done
+
+# The scheduler: a dry run of a role of 1,000 replicas against 1,000 in-process applies.
+apply_ns=$(median_bench Apply ns/op)
+if read -r r_t r_m < <(measure "$RUNS" "$tmp/starpod" run --dry-run --app-id bench testdata/bench/app-1000.yaml); then
+	echo
+	echo "| scheduler | wall s | peak RSS MiB | vs 1,000 in-process applies |"
+	echo "|---|---:|---:|---:|"
+	awk -v t="$r_t" -v m="$r_m" -v ns="$apply_ns" 'BEGIN {
+		printf "| starpod run --dry-run, 1,000 replicas | %.2f | %.1f | %.1f× (%.2f s) |\n", t, m / 1024, t / (ns * 1000 / 1e9), ns * 1000 / 1e9 }'
+else
+	echo
+	echo "starpod run --dry-run of testdata/bench/app-1000.yaml failed; no scheduler row."
+fi
+
 echo
 echo "Machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(go version | awk '{ print $3, $4 }')"
 [ -z "$kubectl" ] || echo "kubectl: $("$kubectl" version --client 2>/dev/null | head -1)"
