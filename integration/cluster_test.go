@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -866,4 +868,41 @@ func writeServerKubeconfig(t *testing.T, server string) string {
 		t.Fatal(err)
 	}
 	return file
+}
+
+// TestWaitTerminal checks that on a terminal, --wait redraws one status block in place.
+func TestWaitTerminal(t *testing.T) {
+	ns := namespace(t)
+	mustRun(t, "run", "--app-id", "tty", "--cfg", "namespace="+ns, example)
+	handle := "kubernetes://" + ns + "/tty"
+	cmd := exec.Command(starpodBin, "status", "--wait", handle)
+	cmd.Env = []string{"HOME=" + t.TempDir(), "KUBECONFIG=" + kubeconfig, "TERM=xterm"}
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	var out syncBuffer
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(&out, tty) // ends with an error when the process exits
+		close(copied)
+	}()
+	waitFor(t, &out, "3:UNKNOWN\r\n")
+	setPhase(t, ns, "tty", vcbatch.Running, map[string]string{"trainer-0": "Running"})
+	waitFor(t, &out, "0:RUNNING")
+	setPhase(t, ns, "tty", vcbatch.Completed, map[string]string{"trainer-0": "Succeeded", "trainer-1": "Succeeded", "trainer-2": "Succeeded", "trainer-3": "Succeeded"})
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("status --wait on a terminal: %v\n%q", err, out.String())
+	}
+	<-copied
+	// The terminal turns \n into \r\n. Each block after the first erases the two lines of the
+	// one before.
+	erase := "\x1b[1A\x1b[2K\x1b[1A\x1b[2K"
+	want := handle + " UNKNOWN\r\n  trainer 0:UNKNOWN 1:UNKNOWN 2:UNKNOWN 3:UNKNOWN\r\n" +
+		erase + handle + " RUNNING (Running: Test)\r\n  trainer 0:RUNNING 1:UNKNOWN 2:UNKNOWN 3:UNKNOWN\r\n" +
+		erase + handle + " SUCCEEDED (Completed: Test)\r\n  trainer 0:SUCCEEDED 1:SUCCEEDED 2:SUCCEEDED 3:SUCCEEDED\r\n"
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("status --wait on a terminal (-want +got):\n%s", diff)
+	}
 }

@@ -3,6 +3,7 @@ module github.com/starpod/starpod/integration
 go 1.26.0
 
 require (
+	github.com/creack/pty v1.1.18
 	github.com/google/go-cmp v0.7.0
 	github.com/starpod/starpod v0.0.0-00010101000000-000000000000
 	go.etcd.io/etcd/server/v3 v3.7.0
