@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,12 +21,12 @@ import (
 
 // Wait follows the app h names until it reaches a final state (SUCCEEDED, FAILED or
 // CANCELLED) and returns that status. It calls onChange, if not nil, with the first status
-// and then with each status that differs from the one before. It resumes watches the server closes;
-// it returns an error if ctx ends, if the job cannot be read, or if the job is deleted.
+// and then with each status that differs from the one before. It resumes the watches that
+// the server closes, and retries a lost connection a few times over half a minute. It
+// returns an error if ctx ends, if the job cannot be read, or if the job is deleted.
 func (c *Client) Wait(ctx context.Context, h Handle, onChange func(Status)) (Status, error) {
 	ns := c.namespaceOf(h)
-	// A first read fails fast on an unreachable cluster or an unknown job; the informer
-	// below would retry those forever.
+	// A first read fails at once, naming the job, on an unreachable cluster or an unknown job.
 	job, err := c.Get(ctx, h)
 	if err != nil {
 		return Status{}, err
@@ -41,6 +42,7 @@ func (c *Client) Wait(ctx context.Context, h Handle, onChange func(Status)) (Sta
 
 	sel := fields.OneTermEqualSelector("metadata.name", h.AppID).String()
 	rv := job.ResourceVersion
+	retries := 0
 	for {
 		w, err := c.vcw.BatchV1alpha1().Jobs(ns).Watch(ctx, metav1.ListOptions{
 			FieldSelector:       sel,
@@ -48,8 +50,17 @@ func (c *Client) Wait(ctx context.Context, h Handle, onChange func(Status)) (Sta
 			AllowWatchBookmarks: true,
 		})
 		if err != nil {
+			if retries < len(watchBackoff) && transient(err) {
+				select {
+				case <-time.After(watchBackoff[retries]):
+					retries++
+					continue
+				case <-ctx.Done():
+				}
+			}
 			return last, c.errorf(ns, "watch", err, "job %q", h.AppID)
 		}
+		retries = 0
 		done, gone, err := c.follow(ctx, w, uid, &rv, &last, onChange)
 		w.Stop()
 		switch {
@@ -73,6 +84,20 @@ func (c *Client) Wait(ctx context.Context, h Handle, onChange func(Status)) (Sta
 		}
 		// Otherwise the server closed the watch, as it does from time to time: resume it.
 	}
+}
+
+// watchBackoff is how long Wait waits before each retry of a watch it could not start.
+var watchBackoff = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}
+
+// transient reports whether err may go away if the request is repeated: a lost connection,
+// or the API server saying it is busy.
+func transient(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	}
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
 }
 
 // errDeleted reports that a job being waited for was deleted (and perhaps another created
