@@ -19,6 +19,14 @@ case " ${GOFLAGS:-} " in
 	;;
 esac
 
+# This module's go.sum must follow the main module's requirements (the replace brings them
+# in): after changing ../go.mod, run "go mod tidy" here too.
+if ! go mod tidy -diff >/dev/null; then
+	echo "integration/run-tests.sh: integration/go.mod or go.sum is out of date; run 'go mod tidy' in integration/" >&2
+	go mod tidy -diff >&2 || true
+	exit 1
+fi
+
 start=$(date +%s)
 go vet ./...
 built=$(date +%s)
