@@ -37,6 +37,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -377,12 +378,7 @@ func (w *worker) call(ctx context.Context, req *wireRequest, deadline time.Durat
 		return nil, r, nil
 	}
 	stderr := w.stderr.String()
-	if bytes.Contains([]byte(stderr), []byte("out of memory")) ||
-		bytes.Contains([]byte(stderr), []byte("cannot allocate memory")) ||
-		bytes.Contains([]byte(stderr), []byte("stack overflow")) ||
-		bytes.Contains([]byte(stderr), []byte("pthread_create failed")) || // no memory for a thread stack
-		bytes.Contains([]byte(stderr), []byte("ThreadSanitizer failed to allocate")) || // under -race
-		killedByOOM(w.cmd.ProcessState) {
+	if outOfMemory(stderr) || killedByOOM(w.cmd.ProcessState) {
 		return nil, failMemory, nil
 	}
 	msg := w.cmd.ProcessState.String()
@@ -390,6 +386,24 @@ func (w *worker) call(ctx context.Context, req *wireRequest, deadline time.Durat
 		msg += ": " + line
 	}
 	return nil, failOther, fmt.Errorf("overlay worker failed: %s", msg)
+}
+
+// outOfMemory reports whether the standard error of a dead worker says it ran out of memory:
+// a fatal error of the Go runtime (or of the race detector's allocator) about memory, arenas,
+// allocation, thread creation or the stack.
+func outOfMemory(stderr string) bool {
+	for _, line := range strings.Split(stderr, "\n") {
+		if !strings.HasPrefix(line, "fatal error:") && !strings.HasPrefix(line, "runtime:") &&
+			!strings.Contains(line, "ThreadSanitizer") && !strings.HasPrefix(line, "runtime/cgo:") {
+			continue
+		}
+		for _, word := range []string{"memory", "arena", "allocate", "address space", "pthread_create", "stack overflow", "stack exceeds"} {
+			if strings.Contains(line, word) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // lastLine returns the last line of s that is not empty.
