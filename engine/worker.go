@@ -272,6 +272,10 @@ type worker struct {
 
 // start starts a worker process with the memory limit.
 func (p *WorkerPool) start(limit int64) (*worker, error) {
+	if os.Getenv(workerEnv) == "1" {
+		// A worker that starts workers would start them without end.
+		return nil, errors.New("starting an overlay worker: this process was started as one; call engine.ServeWorkerIfRequested first thing in main")
+	}
 	path := p.path
 	if path == "" {
 		exe, err := os.Executable()
