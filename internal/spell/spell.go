@@ -12,7 +12,7 @@ import (
 //
 // Names are compared ignoring case and underscores, so "Overlay" matches "overlay" and
 // "node_selector" matches "nodeSelector" at distance 0. Otherwise the distance is the
-// Levenshtein edit distance between the folded names, counted in runes, and a candidate is
+// edit distance between the folded names, a transposition of two adjacent runes counting as one edit, counted in runes, and a candidate is
 // close enough when that distance is at most about a third of the length of x
 // ((len+1)/3 runes). Ties go to the earlier candidate, so the result is deterministic.
 // A candidate equal to x is returned as is.
@@ -21,7 +21,7 @@ func Nearest(x string, candidates []string) string {
 	best := ""
 	bestD := (len(fx)+1)/3 + 1 // exclusive bound
 	for _, c := range candidates {
-		d := levenshtein(fx, fold(c), bestD)
+		d := distance(fx, fold(c), bestD)
 		if d < bestD {
 			bestD = d
 			best = c
@@ -44,9 +44,11 @@ func fold(s string) []rune {
 	return r
 }
 
-// levenshtein returns the Levenshtein edit distance between x and y. When the distance is
-// at least limit it may return early with some value that is also at least limit.
-func levenshtein(x, y []rune, limit int) int {
+// distance returns the edit distance between x and y counting insertions, deletions,
+// substitutions and transpositions of two adjacent runes ("nmae" is one edit from "name"),
+// the optimal string alignment distance. When the distance is at least limit it may return
+// early with some value that is also at least limit.
+func distance(x, y []rune, limit int) int {
 	if len(x) > len(y) {
 		x, y = y, x
 	}
@@ -63,27 +65,33 @@ func levenshtein(x, y []rune, limit int) int {
 	if len(y)-len(x) >= limit {
 		return len(y) - len(x)
 	}
-	// row[j] is the distance between the first i runes of x and the first j runes of y.
-	row := make([]int, len(y)+1)
-	for j := range row {
-		row[j] = j
+	// cur[j] is the distance between the first i runes of x and the first j runes of y;
+	// prev and prev2 hold rows i-1 and i-2.
+	prev2 := make([]int, len(y)+1)
+	prev := make([]int, len(y)+1)
+	cur := make([]int, len(y)+1)
+	for j := range prev {
+		prev[j] = j
 	}
 	for i := 1; i <= len(x); i++ {
-		prev := row[0] // distance for (i-1, j-1)
-		row[0] = i
+		cur[0] = i
 		best := i
 		for j := 1; j <= len(y); j++ {
-			sub := prev
-			if x[i-1] != y[j-1] {
-				sub++
+			cost := 1
+			if x[i-1] == y[j-1] {
+				cost = 0
 			}
-			d := min(sub, row[j-1]+1, row[j]+1)
-			prev, row[j] = row[j], d
+			d := min(prev[j-1]+cost, cur[j-1]+1, prev[j]+1)
+			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
+				d = min(d, prev2[j-2]+1)
+			}
+			cur[j] = d
 			best = min(best, d)
 		}
 		if best >= limit {
 			return best
 		}
+		prev2, prev, cur = prev, cur, prev2
 	}
-	return row[len(y)]
+	return prev[len(y)]
 }

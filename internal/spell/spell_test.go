@@ -13,6 +13,7 @@ func TestNearest(t *testing.T) {
 		{"overlay", []string{"overlay"}, "overlay"},
 		{"OVERLAY", []string{"apply", "overlay"}, "overlay"},
 		{"tolerration", fields, "tolerations"},
+		{"nmae", []string{"name", "image"}, "name"},
 		{"toleration", fields, "tolerations"},
 		{"node_selector", fields, "nodeSelector"},
 		{"nodeselectr", fields, "nodeSelector"},
@@ -42,7 +43,7 @@ func TestNearest(t *testing.T) {
 	}
 }
 
-func TestLevenshtein(t *testing.T) {
+func TestDistance(t *testing.T) {
 	for _, test := range []struct {
 		x, y string
 		want int
@@ -56,15 +57,19 @@ func TestLevenshtein(t *testing.T) {
 		{"flaw", "lawn", 2},
 		{"tolerration", "tolerations", 2},
 		{"abcdef", "azcdez", 2},
+		{"nmae", "name", 1},
+		{"conatiners", "containers", 1},
+		{"ab", "ba", 1},
+		{"ca", "abc", 3},
 	} {
-		if got := levenshtein([]rune(test.x), []rune(test.y), 100); got != test.want {
-			t.Errorf("levenshtein(%q, %q) = %d, want %d", test.x, test.y, got, test.want)
+		if got := distance([]rune(test.x), []rune(test.y), 100); got != test.want {
+			t.Errorf("distance(%q, %q) = %d, want %d", test.x, test.y, got, test.want)
 		}
 		// With a lower limit, the result is still at least the limit when the
 		// distance is.
 		if test.want > 0 {
-			if got := levenshtein([]rune(test.x), []rune(test.y), test.want); got < test.want {
-				t.Errorf("levenshtein(%q, %q, limit %d) = %d, want >= limit", test.x, test.y, test.want, got)
+			if got := distance([]rune(test.x), []rune(test.y), test.want); got < test.want {
+				t.Errorf("distance(%q, %q, limit %d) = %d, want >= limit", test.x, test.y, test.want, got)
 			}
 		}
 	}
