@@ -1,5 +1,0 @@
-package deps
-
-import (
-	_ "github.com/rogpeppe/go-internal/testscript"
-)
