@@ -47,7 +47,7 @@ type wireLoad struct {
 type wireRequest struct {
 	Define *wireScript       `json:",omitempty"`
 	Key    string            `json:",omitempty"`
-	Pods   []json.RawMessage `json:",omitempty"`
+	Pods   [][]byte          `json:",omitempty"` // each pod in the Kubernetes protobuf encoding
 	Env    *Env              `json:",omitempty"`
 }
 
@@ -67,7 +67,7 @@ type wirePrint struct {
 }
 
 type wireResult struct {
-	Pod json.RawMessage `json:",omitempty"`
+	Pod []byte     `json:",omitempty"` // the pod in the Kubernetes protobuf encoding
 	Err *wireError      `json:",omitempty"`
 }
 

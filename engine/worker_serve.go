@@ -6,7 +6,6 @@ package engine
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -130,7 +129,7 @@ func handle(scripts map[string]*Overlay, req *wireRequest, out *bufio.Writer) (*
 	}
 	for _, data := range req.Pods {
 		pod := new(corev1.Pod)
-		if err := json.Unmarshal(data, pod); err != nil {
+		if err := pod.Unmarshal(data); err != nil {
 			return nil, fmt.Errorf("decoding a pod: %v", err)
 		}
 		res, err := o.Apply(context.Background(), pod, req.Env)
@@ -141,7 +140,7 @@ func handle(scripts map[string]*Overlay, req *wireRequest, out *bufio.Writer) (*
 			resp.Results = append(resp.Results, wireResult{Err: toWire(err)})
 			continue
 		}
-		data, err := json.Marshal(res)
+		data, err := res.Marshal()
 		if err != nil {
 			resp.Results = append(resp.Results, wireResult{Err: toWire(&Error{Overlay: o.name, Err: err})})
 			continue
