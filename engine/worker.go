@@ -520,7 +520,7 @@ func recordLoads(name string, src []byte, loader Loader) []wireLoad {
 }
 
 // callWorker compiles the overlay in a worker if the worker has not, and applies it to pods.
-func (o *Overlay) callWorker(ctx context.Context, pods [][]byte, env *Env, deadline time.Duration) ([]wireResult, error) {
+func (o *Overlay) callWorker(ctx context.Context, pods []wirePod, env *Env, deadline time.Duration) ([]wireResult, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -565,11 +565,11 @@ func (o *Overlay) callWorker(ctx context.Context, pods [][]byte, env *Env, deadl
 
 // applyWorker applies the overlay to each pod in a worker, in one round trip.
 func (o *Overlay) applyWorker(ctx context.Context, pods []*corev1.Pod, env *Env) ([]*corev1.Pod, error) {
-	// Pods cross the process boundary in the generated Kubernetes protobuf encoding, several
-	// times faster than JSON both ways; the worker still decodes the overlay's result strictly.
-	in := make([][]byte, len(pods))
+	// Pods cross the process boundary in the generated Kubernetes protobuf encoding; the
+	// worker still decodes the overlay's result strictly.
+	in := make([]wirePod, len(pods))
 	for i, pod := range pods {
-		data, err := pod.Marshal()
+		data, err := podToWire(pod)
 		if err != nil {
 			return nil, &Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %w", err)}
 		}
@@ -588,8 +588,11 @@ func (o *Overlay) applyWorker(ctx context.Context, pods []*corev1.Pod, env *Env)
 		if res.Err != nil {
 			return nil, res.Err.error()
 		}
-		pod := new(corev1.Pod)
-		if err := pod.Unmarshal(res.Pod); err != nil {
+		if res.Pod == nil {
+			return nil, &Error{Overlay: o.name, Err: errors.New("overlay worker answered without a pod")}
+		}
+		pod, err := res.Pod.pod()
+		if err != nil {
 			return nil, &Error{Overlay: o.name, Err: fmt.Errorf("decoding the result: %v", err)}
 		}
 		out[i] = pod

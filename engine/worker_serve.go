@@ -14,7 +14,6 @@ import (
 	"strconv"
 
 	"go.starlark.net/syntax"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // The environment of a worker process.
@@ -128,8 +127,8 @@ func handle(scripts map[string]*Overlay, req *wireRequest, out *bufio.Writer) (*
 		return nil, fmt.Errorf("apply of unknown script %s", req.Key)
 	}
 	for _, data := range req.Pods {
-		pod := new(corev1.Pod)
-		if err := pod.Unmarshal(data); err != nil {
+		pod, err := data.pod()
+		if err != nil {
 			return nil, fmt.Errorf("decoding a pod: %v", err)
 		}
 		res, err := o.Apply(context.Background(), pod, req.Env)
@@ -140,12 +139,12 @@ func handle(scripts map[string]*Overlay, req *wireRequest, out *bufio.Writer) (*
 			resp.Results = append(resp.Results, wireResult{Err: toWire(err)})
 			continue
 		}
-		data, err := res.Marshal()
+		data, err := podToWire(res)
 		if err != nil {
 			resp.Results = append(resp.Results, wireResult{Err: toWire(&Error{Overlay: o.name, Err: err})})
 			continue
 		}
-		resp.Results = append(resp.Results, wireResult{Pod: data})
+		resp.Results = append(resp.Results, wireResult{Pod: &data})
 	}
 	return resp, nil
 }
