@@ -20,6 +20,14 @@ go mod tidy -diff
 echo "== go test -race"
 go test -race -count=1 ./...
 
+echo "== fuzz (a few seconds each, so regressions show)"
+for target in \
+	./internal/convert:FuzzDecode ./internal/convert:FuzzRoundTrip ./internal/convert:FuzzRandomPod \
+	./internal/stream:FuzzReader ./builtins:FuzzParsePath ./scheduler:FuzzParseApp; do
+	pkg=${target%%:*} name=${target##*:}
+	go test -run '^$' -fuzz "^${name}\$" -fuzztime "${FUZZTIME:-5s}" -fuzzminimizetime 2s "$pkg"
+done
+
 if [ -x integration/run-tests.sh ]; then
 	echo "== integration"
 	integration/run-tests.sh

@@ -1,0 +1,62 @@
+package scheduler_test
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/starpod/starpod/scheduler"
+)
+
+// FuzzParseApp checks that no app spec makes the loader panic or hang, that every failure is
+// a *SpecError whose problems each have a field path or a position inside the file, and that
+// an accepted spec has the shape the builder relies on.
+func FuzzParseApp(f *testing.F) {
+	for _, file := range []string{"../examples/llama-ft/app.yaml", "../testdata/bench/app-1000.yaml"} {
+		if data, err := os.ReadFile(file); err == nil {
+			f.Add(data)
+		}
+	}
+	for _, seed := range []string{
+		"name: a\nroles:\n- name: r\n  image: i\n  entrypoint: e\n",
+		"name: a\nroles:\n- {name: r, image: i, entrypoint: e, num_replicas: 0, resource: {mem_mb: -1}}\n",
+		"name: a\nrolse: []\n",
+		"name: a\nroles:\n- name: r\n  image: i\n  entrypoint: e\n  args: [\"${nope}\"]\n  mounts: [{type: bind, src: /a, dst: /dev/shm}]\n",
+		"- a\n- b\n",
+		"name: [\n",
+		"a: &x [*x]\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lines := strings.Count(string(data), "\n") + 1
+		app, err := scheduler.ParseApp("app.yaml", data)
+		if err != nil {
+			var spec *scheduler.SpecError
+			if !errors.As(err, &spec) {
+				t.Fatalf("got %T %v, want *scheduler.SpecError", err, err)
+			}
+			if len(spec.Errors) == 0 {
+				t.Fatal("a SpecError with no problems")
+			}
+			for _, fe := range spec.Errors {
+				if fe.Err == nil {
+					t.Fatal("a problem without an error")
+				}
+				if fe.Pos.Line > lines+1 {
+					t.Fatalf("problem at line %d of a %d-line file: %v", fe.Pos.Line, lines, fe.Err)
+				}
+			}
+			return
+		}
+		if app == nil || len(app.Roles) == 0 {
+			t.Fatalf("accepted a spec without roles: %q", data)
+		}
+		for _, r := range app.Roles {
+			if r.Name == "" || r.Replicas() < 1 {
+				t.Fatalf("accepted a role without a name or replicas: %+v", r)
+			}
+		}
+	})
+}
