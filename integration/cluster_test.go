@@ -906,3 +906,44 @@ func TestWaitTerminal(t *testing.T) {
 		t.Errorf("status --wait on a terminal (-want +got):\n%s", diff)
 	}
 }
+
+// TestSubmitNamespace checks where Submit puts a job: in its own namespace if it has one,
+// else in the kube context's.
+func TestSubmitNamespace(t *testing.T) {
+	ctxNS, ownNS := namespace(t, "context"), namespace(t, "own")
+	c, err := cluster.Connect(cluster.Options{Kubeconfig: contextNamespace(t, ctxNS)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Namespace() != ctxNS {
+		t.Errorf("client namespace: got %q, want the context's %q", c.Namespace(), ctxNS)
+	}
+	newJob := func(ns string) *vcbatch.Job {
+		return &vcbatch.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: ns},
+			Spec: vcbatch.JobSpec{Queue: "default", Tasks: []vcbatch.TaskSpec{{
+				Name: "t", Replicas: 1,
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}},
+			}}},
+		}
+	}
+	got, err := c.Submit(context.Background(), newJob(""), cluster.SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Namespace != ctxNS || len(jobs(t, ctxNS)) != 1 {
+		t.Errorf("job without a namespace: created in %q, want the context's %q", got.Namespace, ctxNS)
+	}
+	got, err = c.Submit(context.Background(), newJob(ownNS), cluster.SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Namespace != ownNS || len(jobs(t, ownNS)) != 1 {
+		t.Errorf("job with a namespace: created in %q, want %q", got.Namespace, ownNS)
+	}
+	// The status of a bare app id is looked up in the context's namespace.
+	st, err := c.Status(context.Background(), cluster.Handle{AppID: "j"})
+	if err != nil || st.Namespace != ctxNS {
+		t.Errorf("status of a bare app id: %+v, %v; want namespace %q", st, err, ctxNS)
+	}
+}
