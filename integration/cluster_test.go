@@ -471,8 +471,8 @@ func TestList(t *testing.T) {
 
 	r := mustRun(t, "list", "--cfg", "namespace="+ns1)
 	re := `^HANDLE +NAME +STATE +AGE\n` +
-		`kubernetes://` + ns1 + `/(one|two) +llama-ft +(SUCCEEDED|UNKNOWN) +\d+s\n` +
-		`kubernetes://` + ns1 + `/(one|two) +llama-ft +(SUCCEEDED|UNKNOWN) +\d+s\n$`
+		`kubernetes://` + ns1 + `/(one|two) +llama-ft +(SUCCEEDED|UNKNOWN) +\d+[smhd]\S*\n` +
+		`kubernetes://` + ns1 + `/(one|two) +llama-ft +(SUCCEEDED|UNKNOWN) +\d+[smhd]\S*\n$`
 	if !regexp.MustCompile(re).MatchString(r.stdout) || !strings.Contains(r.stdout, "/one ") || !strings.Contains(r.stdout, "/two ") {
 		t.Errorf("list:\n%s\nwant to match %s", r.stdout, re)
 	}
@@ -650,7 +650,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("status:\ngot\n%s\nwant\n%s", r.stdout, want)
 	}
 	r = mustRun(t, "list", "--kubeconfig", kc)
-	if !regexp.MustCompile(`\n` + regexp.QuoteMeta(handle) + ` +llama-ft +RUNNING +\d+s\n$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`\n` + regexp.QuoteMeta(handle) + ` +llama-ft +RUNNING +\d+[smhd]\S*\n$`).MatchString(r.stdout) {
 		t.Errorf("list:\n%s", r.stdout)
 	}
 	mustRun(t, "cancel", "--kubeconfig", kc, handle)
