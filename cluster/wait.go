@@ -182,49 +182,40 @@ func (s Status) equal(t Status) bool {
 // A Progress shows the states an app passes through. Its zero value is not usable; use
 // [NewProgress].
 type Progress struct {
-	w     io.Writer
-	live  bool
-	last  *Status
-	lines int // lines of the live block drawn last
+	w        io.Writer
+	live     bool
+	app      AppState            // the app's state shown last
+	replicas map[string]AppState // the replicas' states shown last, by "role/replica"
+	lines    int                 // lines of the live block drawn last
 }
 
 // NewProgress returns a Progress that writes to w. If live, w is a terminal and the states
-// are shown as a block redrawn in place; otherwise each change is one line: "app STATE" when
-// the app's state changes and "ROLE/REPLICA STATE" when a replica's does.
+// are shown as a block redrawn in place; otherwise each change is one line: "HANDLE STATE"
+// when the app's state changes and "ROLE/REPLICA STATE" when a replica's does.
 func NewProgress(w io.Writer, live bool) *Progress {
 	return &Progress{w: w, live: live}
 }
 
-// Update shows st, or in line mode the changes since the last status.
+// Update shows st, or in line mode the changes since the last status. It keeps no
+// reference to st.
 func (p *Progress) Update(st Status) {
 	if p.live {
 		p.draw(st)
-	} else {
-		p.lineChanges(st)
+		return
 	}
-	p.last = &st
-}
-
-// lineChanges writes one line per change since the last status.
-func (p *Progress) lineChanges(st Status) {
-	prev := map[string]AppState{}
-	prevApp := AppState("")
-	if p.last != nil {
-		prevApp = p.last.State
-		for _, r := range p.last.Roles {
-			for _, rep := range r.Replicas {
-				prev[fmt.Sprintf("%s/%d", r.Name, rep.ID)] = rep.State
-			}
-		}
-	}
-	if st.State != prevApp {
+	if st.State != p.app {
 		fmt.Fprintf(p.w, "%s %s%s\n", st.Handle, st.State, phaseNote(st))
+		p.app = st.State
+	}
+	if p.replicas == nil {
+		p.replicas = map[string]AppState{}
 	}
 	for _, r := range st.Roles {
 		for _, rep := range r.Replicas {
 			key := fmt.Sprintf("%s/%d", r.Name, rep.ID)
-			if s, ok := prev[key]; !ok || s != rep.State {
+			if s, ok := p.replicas[key]; !ok || s != rep.State {
 				fmt.Fprintf(p.w, "%s %s\n", key, rep.State)
+				p.replicas[key] = rep.State
 			}
 		}
 	}
