@@ -14,8 +14,13 @@
 // errors are *[Error] values that name the cluster, namespace and object, and keep the API
 // server's own error (an *errors.StatusError from k8s.io/apimachinery) as the cause.
 //
-// The mapping from Volcano phases to app and replica states ([AppState], [StateOf]) follows
-// TorchX's Kubernetes scheduler; it needs no cluster.
+// The mapping from Volcano phases to app and replica states ([AppState], [AppStateOf],
+// [ReplicaStateOf], [StateOf]) follows TorchX's Kubernetes scheduler, and the formatting of
+// what the CLI prints ([FormatStatus], [Progress], [FormatLogLine]) is done here too; none of
+// these needs a cluster.
+//
+// The labels and annotations read back from jobs are the scheduler package's; this package
+// imports scheduler, never the reverse.
 package cluster
 
 import (
