@@ -76,13 +76,7 @@ type Client struct {
 // does not contact the API server: a cluster that cannot be reached is reported by the first
 // operation, as an *Error.
 func Connect(opts Options) (*Client, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if opts.Kubeconfig != "" {
-		rules.ExplicitPath = opts.Kubeconfig
-	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: opts.Context}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
-
+	cc := clientConfig(opts.Kubeconfig, opts.Context)
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		if clientcmd.IsEmptyConfig(err) {
@@ -131,6 +125,30 @@ func Connect(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
 	return c, nil
+}
+
+// clientConfig returns the kubeconfig loader: the file kubeconfig, else $KUBECONFIG, else
+// ~/.kube/config, else the in-cluster configuration, with context as the current context
+// when it is set.
+func clientConfig(kubeconfig, context string) clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+}
+
+// ContextNamespace returns the namespace of the kubeconfig context that kubeconfig and
+// context select (as Connect chooses them), or "default" when that context names none or
+// there is no configuration. It reads only local files and never contacts a cluster, so an
+// offline dry run shows the namespace a real run would use.
+func ContextNamespace(kubeconfig, context string) string {
+	ns, _, err := clientConfig(kubeconfig, context).Namespace()
+	if err != nil || ns == "" {
+		return "default"
+	}
+	return ns
 }
 
 // clusterName names the cluster for messages: the kubeconfig context and the server, or

@@ -947,3 +947,20 @@ func TestSubmitNamespace(t *testing.T) {
 		t.Errorf("status of a bare app id: %+v, %v; want namespace %q", st, err, ctxNS)
 	}
 }
+
+// TestRunContextNamespace: without --cfg namespace=, run submits to the namespace of the
+// kubeconfig context, and its dry run shows that namespace.
+func TestRunContextNamespace(t *testing.T) {
+	ns := namespace(t)
+	kc := contextNamespace(t, ns)
+	dry := mustRun(t, "run", "--dry-run", "--kubeconfig", kc, "--app-id", "ctx", example)
+	if !strings.Contains(dry.stdout, "\n  namespace: "+ns+"\n") {
+		t.Errorf("dry run does not show the context's namespace %s:\n%s", ns, dry.stdout)
+	}
+	r := mustRun(t, "run", "--kubeconfig", kc, "--app-id", "ctx", example)
+	if got, want := strings.TrimSpace(r.stdout), "kubernetes://"+ns+"/ctx"; got != want {
+		t.Errorf("handle: got %q, want %q", got, want)
+	}
+	mustRun(t, "status", "--kubeconfig", kc, "ctx")
+	mustRun(t, "delete", "--kubeconfig", kc, "ctx")
+}

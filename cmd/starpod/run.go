@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/starpod/starpod/cluster"
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/scheduler"
 )
@@ -87,6 +88,11 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
 	if err != nil {
 		return usagef("--cfg: %v", err)
 	}
+	if !cfgSets(f.cfg, "namespace") {
+		// As kubectl does: the namespace of the kubeconfig context, else default. Only local
+		// files are read, so a dry run shows what a real run would create.
+		cfg.Namespace = cluster.ContextNamespace(f.kubeconfig, f.context)
+	}
 	args, err := f.overlayArgs()
 	if err != nil {
 		return err
@@ -128,6 +134,18 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
 		Wait:         f.wait,
 		Output:       f.output,
 	})
+}
+
+// cfgSets reports whether the --cfg settings give key a value.
+func cfgSets(settings []string, key string) bool {
+	for _, setting := range settings {
+		for _, kv := range strings.Split(setting, ",") {
+			if k, _, ok := strings.Cut(kv, "="); ok && strings.TrimSpace(k) == key {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // printErrors prints every problem of a failed load or build on standard error, one a line,
