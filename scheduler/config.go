@@ -88,36 +88,53 @@ func DefaultConfig() Config {
 	return c
 }
 
-// ParseConfig returns DefaultConfig with the settings applied. Each setting is a
-// comma-separated list of key=value pairs, as in --cfg namespace=ml,queue=gpu. An unknown key
-// is an error with a did-you-mean hint.
-func ParseConfig(settings []string) (Config, error) {
-	c := DefaultConfig()
-	names := make([]string, len(ConfigOptions))
-	for i, o := range ConfigOptions {
-		names[i] = o.Name
-	}
+// A Setting is one key=value pair of the --cfg settings.
+type Setting struct {
+	Key, Value string
+}
+
+// SplitSettings splits --cfg settings, each a comma-separated list of key=value pairs as in
+// --cfg namespace=ml,queue=gpu, into their pairs in order. It does not check the keys.
+func SplitSettings(settings []string) ([]Setting, error) {
+	var pairs []Setting
 	for _, setting := range settings {
 		for _, kv := range strings.Split(setting, ",") {
 			if kv == "" {
 				continue
 			}
 			k, v, ok := strings.Cut(kv, "=")
-			k = strings.TrimSpace(k)
 			if !ok {
-				return c, fmt.Errorf("cfg %q: got no value, want key=value", kv)
+				return nil, fmt.Errorf("cfg %q: got no value, want key=value", kv)
 			}
-			o := findOption(k)
-			if o == nil {
-				msg := fmt.Sprintf("unknown cfg key %q", k)
-				if near := spell.Nearest(k, names); near != "" {
-					msg += fmt.Sprintf("; did you mean %q?", near)
-				}
-				return c, fmt.Errorf("%s (see starpod runopts kubernetes)", msg)
+			pairs = append(pairs, Setting{Key: strings.TrimSpace(k), Value: v})
+		}
+	}
+	return pairs, nil
+}
+
+// ParseConfig returns DefaultConfig with the settings applied (see [SplitSettings]). An
+// unknown key is an error with a did-you-mean hint.
+func ParseConfig(settings []string) (Config, error) {
+	c := DefaultConfig()
+	pairs, err := SplitSettings(settings)
+	if err != nil {
+		return c, err
+	}
+	names := make([]string, len(ConfigOptions))
+	for i, o := range ConfigOptions {
+		names[i] = o.Name
+	}
+	for _, kv := range pairs {
+		o := findOption(kv.Key)
+		if o == nil {
+			msg := fmt.Sprintf("unknown cfg key %q", kv.Key)
+			if near := spell.Nearest(kv.Key, names); near != "" {
+				msg += fmt.Sprintf("; did you mean %q?", near)
 			}
-			if err := o.set(&c, v); err != nil {
-				return c, fmt.Errorf("cfg %s: %v", k, err)
-			}
+			return c, fmt.Errorf("%s (see starpod runopts kubernetes)", msg)
+		}
+		if err := o.set(&c, kv.Value); err != nil {
+			return c, fmt.Errorf("cfg %s: %v", kv.Key, err)
 		}
 	}
 	return c, nil

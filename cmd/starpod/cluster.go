@@ -54,42 +54,39 @@ func (f *clusterFlags) connect() (*cluster.Client, error) {
 // cfgNamespace returns the namespace that --cfg settings name, or "". Only the namespace
 // run option applies to the commands that find apps; the others are refused.
 func cfgNamespace(settings []string) (string, error) {
-	ns := ""
-	isRunOption := func(k string) bool {
-		for _, o := range scheduler.ConfigOptions {
-			if o.Name == k {
-				return true
-			}
-		}
-		return false
+	pairs, err := scheduler.SplitSettings(settings)
+	if err != nil {
+		return "", usagef("--cfg: %v", err)
 	}
-	for _, setting := range settings {
-		for _, kv := range strings.Split(setting, ",") {
-			if kv == "" {
-				continue
+	ns := ""
+	for _, kv := range pairs {
+		switch {
+		case kv.Key == "namespace":
+			ns = kv.Value
+			if _, err := scheduler.ParseConfig([]string{"namespace=" + kv.Value}); err != nil {
+				return "", usagef("--cfg: %v", err)
 			}
-			k, v, ok := strings.Cut(kv, "=")
-			k = strings.TrimSpace(k)
-			switch {
-			case !ok:
-				return "", usagef("--cfg %q: got no value, want key=value", kv)
-			case k == "namespace":
-				ns = v
-				if _, err := scheduler.ParseConfig([]string{kv}); err != nil {
-					return "", usagef("--cfg: %v", err)
-				}
-			case isRunOption(k):
-				return "", usagef("--cfg %s: got a run option, want namespace (the only key that finds apps)", k)
-			default:
-				msg := fmt.Sprintf("--cfg: unknown key %q, want namespace", k)
-				if spell.Nearest(k, []string{"namespace"}) != "" {
-					msg += ` (did you mean "namespace"?)`
-				}
-				return "", usagef("%s", msg)
+		case isRunOption(kv.Key):
+			return "", usagef("--cfg %s: got a run option, want namespace (the only key that finds apps)", kv.Key)
+		default:
+			msg := fmt.Sprintf("--cfg: unknown key %q, want namespace", kv.Key)
+			if spell.Nearest(kv.Key, []string{"namespace"}) != "" {
+				msg += ` (did you mean "namespace"?)`
 			}
+			return "", usagef("%s", msg)
 		}
 	}
 	return ns, nil
+}
+
+// isRunOption reports whether k is a key of the run options.
+func isRunOption(k string) bool {
+	for _, o := range scheduler.ConfigOptions {
+		if o.Name == k {
+			return true
+		}
+	}
+	return false
 }
 
 // handleArg parses a handle argument; a bad one is bad usage.

@@ -138,11 +138,10 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
 
 // cfgSets reports whether the --cfg settings give key a value.
 func cfgSets(settings []string, key string) bool {
-	for _, setting := range settings {
-		for _, kv := range strings.Split(setting, ",") {
-			if k, _, ok := strings.Cut(kv, "="); ok && strings.TrimSpace(k) == key {
-				return true
-			}
+	pairs, _ := scheduler.SplitSettings(settings) // ParseConfig has reported any error
+	for _, kv := range pairs {
+		if kv.Key == key {
+			return true
 		}
 	}
 	return false
