@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/exampletest"
 )
 
 // determinismEnv makes the test binary a determinism child (see TestMain).
@@ -43,48 +44,17 @@ type exampleCase struct {
 // loadExamples compiles every pod example in ../examples (those with app.yaml are apps,
 // run by package scheduler).
 func loadExamples() ([]exampleCase, error) {
-	dirs, err := filepath.Glob(filepath.Join("..", "examples", "*", "overlay.star"))
+	examples, err := exampletest.Load(filepath.Join("..", "examples"))
 	if err != nil {
 		return nil, err
 	}
 	var cases []exampleCase
-	for _, script := range dirs {
-		dir := filepath.Dir(script)
-		if _, err := os.Stat(filepath.Join(dir, "app.yaml")); err == nil {
-			continue
-		}
-		src, err := os.ReadFile(script)
+	for _, e := range examples {
+		o, err := e.Compile(engine.Options{})
 		if err != nil {
 			return nil, err
 		}
-		o, err := engine.Compile(script, src, &engine.Options{Loader: engine.DirLoader(dir)})
-		if err != nil {
-			return nil, err
-		}
-		c := exampleCase{name: filepath.Base(dir), overlay: o, pod: new(corev1.Pod), env: new(engine.Env)}
-		data, err := os.ReadFile(filepath.Join(dir, "pod.yaml"))
-		if err != nil {
-			return nil, err
-		}
-		if err := yaml.UnmarshalStrict(data, c.pod); err != nil {
-			return nil, fmt.Errorf("%s: %v", dir, err)
-		}
-		if data, err := os.ReadFile(filepath.Join(dir, "env.yaml")); err == nil {
-			var e struct {
-				AppID       string            `json:"app_id"`
-				Role        string            `json:"role"`
-				ReplicaID   int               `json:"replica_id"`
-				NumReplicas int               `json:"num_replicas"`
-				Scheduler   string            `json:"scheduler"`
-				Args        map[string]string `json:"args"`
-			}
-			if err := yaml.UnmarshalStrict(data, &e); err != nil {
-				return nil, fmt.Errorf("%s: %v", dir, err)
-			}
-			*c.env = engine.Env{AppID: e.AppID, Role: e.Role, ReplicaID: e.ReplicaID,
-				NumReplicas: e.NumReplicas, Scheduler: e.Scheduler, Args: e.Args}
-		}
-		cases = append(cases, c)
+		cases = append(cases, exampleCase{name: e.Name, overlay: o, pod: e.Pod, env: e.Env})
 	}
 	return cases, nil
 }

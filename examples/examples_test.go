@@ -1,7 +1,7 @@
 // Package examples_test runs every example overlay: examples/<name>/overlay.star applied to
 // pod.yaml (with the ctx in env.yaml, when present) must give expected.yaml, and applying the
 // overlay to its own output must change nothing. Examples of apps (app.yaml) are run by the
-// scheduler's tests.
+// scheduler's tests. The examples' *_test.star files run as starpod test runs them.
 //
 // Run with -update to rewrite the expected.yaml files.
 package examples_test
@@ -10,48 +10,29 @@ import (
 	"context"
 	"flag"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/exampletest"
 	"github.com/starpod/starpod/startest"
 )
 
 var update = flag.Bool("update", false, "rewrite expected.yaml files")
 
-// envFile is the shape of an example's env.yaml.
-type envFile struct {
-	AppID       string            `json:"app_id"`
-	Role        string            `json:"role"`
-	ReplicaID   int               `json:"replica_id"`
-	NumReplicas int               `json:"num_replicas"`
-	Scheduler   string            `json:"scheduler"`
-	Args        map[string]string `json:"args"`
-}
-
 func TestExamples(t *testing.T) {
-	dirs, err := filepath.Glob("*")
+	examples, err := exampletest.Load(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, dir := range dirs {
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(dir, "app.yaml")); err == nil {
-			continue // an app, run by package scheduler's tests
-		}
-		n++
-		t.Run(dir, func(t *testing.T) { runExample(t, dir) })
+	if len(examples) < 5 {
+		t.Errorf("found %d pod examples, want at least 5", len(examples))
 	}
-	if n < 5 {
-		t.Errorf("found %d pod examples, want at least 5", n)
+	for _, e := range examples {
+		t.Run(e.Name, func(t *testing.T) { runExample(t, e) })
 	}
 }
 
@@ -70,26 +51,12 @@ func TestStarlarkTests(t *testing.T) {
 	}
 }
 
-func runExample(t *testing.T, dir string) {
-	script := filepath.Join(dir, "overlay.star")
-	src, err := os.ReadFile(script)
-	if err != nil {
-		t.Fatalf("every example needs overlay.star and pod.yaml (or app.yaml): %v", err)
-	}
-	o, err := engine.Compile(script, src, &engine.Options{Loader: engine.DirLoader(dir)})
+func runExample(t *testing.T, e *exampletest.Example) {
+	o, err := e.Compile(engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := new(corev1.Pod)
-	readYAML(t, filepath.Join(dir, "pod.yaml"), pod)
-	env := new(engine.Env)
-	if _, err := os.Stat(filepath.Join(dir, "env.yaml")); err == nil {
-		var e envFile
-		readYAML(t, filepath.Join(dir, "env.yaml"), &e)
-		*env = engine.Env{AppID: e.AppID, Role: e.Role, ReplicaID: e.ReplicaID,
-			NumReplicas: e.NumReplicas, Scheduler: e.Scheduler, Args: e.Args}
-	}
-	got, err := o.Apply(context.Background(), pod, env)
+	got, err := o.Apply(context.Background(), e.Pod, e.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,22 +64,21 @@ func runExample(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join(dir, "expected.yaml")
 	if *update {
-		if err := os.WriteFile(golden, gotYAML, 0o644); err != nil {
+		if err := os.WriteFile(e.Expected, gotYAML, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want, err := os.ReadFile(golden)
+	want, err := os.ReadFile(e.Expected)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(string(want), string(gotYAML)); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", golden, diff)
+		t.Errorf("%s (-want +got):\n%s", e.Expected, diff)
 	}
 
 	// Overlays are idempotent: applying one to its own output changes nothing.
-	again, err := o.Apply(context.Background(), got, env)
+	again, err := o.Apply(context.Background(), got, e.Env)
 	if err != nil {
 		t.Fatalf("second apply: %v", err)
 	}
@@ -122,16 +88,5 @@ func runExample(t *testing.T, dir string) {
 	}
 	if diff := cmp.Diff(string(gotYAML), string(againYAML)); diff != "" {
 		t.Errorf("applying the overlay twice differs from applying it once (-once +twice):\n%s", diff)
-	}
-}
-
-func readYAML(t *testing.T, file string, v any) {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.UnmarshalStrict(data, v); err != nil {
-		t.Fatalf("%s: %v", file, err)
 	}
 }
