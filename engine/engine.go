@@ -338,11 +338,8 @@ func (o *Overlay) load(thread *starlark.Thread, module string) (starlark.StringD
 // env is what the script sees as ctx (nil gives empty values). It returns an *Error.
 func (o *Overlay) Apply(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1.Pod, error) {
 	if o.remote != nil {
-		pods, err := o.applyWorker(ctx, []*corev1.Pod{pod}, env)
-		if err != nil {
-			return nil, err
-		}
-		return pods[0], nil
+		pods, errs := o.applyWorker(ctx, []*corev1.Pod{pod}, env, nil, true)
+		return pods[0], errs[0]
 	}
 	in, err := convert.ToStarlark(pod)
 	if err != nil {
@@ -455,4 +452,54 @@ func (c Chain) Apply(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1.Po
 		}
 	}
 	return pod, nil
+}
+
+// ApplyEach applies every overlay of c in order to each of pods, as Apply does, with envs[i]
+// as the ctx of pods[i] (see [Overlay.ApplyEach]). It returns a result and an error for each
+// pod; a pod's error is the *Error of the first overlay that failed on it, and the overlays
+// after it do not see that pod. Each overlay gets all the pods still going in one call, so
+// with [WorkerProcess] isolation each overlay makes one round trip to a worker.
+func (c Chain) ApplyEach(ctx context.Context, pods []*corev1.Pod, envs []*Env) ([]*corev1.Pod, []error) {
+	if envs != nil && len(envs) != len(pods) {
+		panic(fmt.Sprintf("engine: ApplyEach of %d pods with %d envs", len(pods), len(envs)))
+	}
+	out := make([]*corev1.Pod, len(pods))
+	errs := make([]error, len(pods))
+	if len(c) == 0 {
+		for i, pod := range pods {
+			out[i] = pod.DeepCopy()
+		}
+		return out, errs
+	}
+	cur, curEnvs := pods, envs
+	index := make([]int, len(pods)) // the index in pods of each pod of cur
+	for i := range index {
+		index[i] = i
+	}
+	for _, o := range c {
+		res, es := o.ApplyEach(ctx, cur, curEnvs)
+		next, nextIndex := res[:0], index[:0]
+		var nextEnvs []*Env
+		if curEnvs != nil {
+			nextEnvs = make([]*Env, 0, len(cur))
+		}
+		for j, err := range es {
+			if err != nil {
+				errs[index[j]] = err
+				continue
+			}
+			next, nextIndex = append(next, res[j]), append(nextIndex, index[j])
+			if curEnvs != nil {
+				nextEnvs = append(nextEnvs, curEnvs[j])
+			}
+		}
+		cur, index, curEnvs = next, nextIndex, nextEnvs
+		if len(cur) == 0 {
+			break
+		}
+	}
+	for j, i := range index {
+		out[i] = cur[j]
+	}
+	return out, errs
 }

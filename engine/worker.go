@@ -342,15 +342,18 @@ const (
 	failOther                           // died otherwise
 )
 
-// call sends req and waits at most deadline for the answer, passing print() output to print.
-// On failure the worker is dead, and the failure says why.
-func (w *worker) call(ctx context.Context, req *wireRequest, deadline time.Duration, print func(*wirePrint)) (*wireResponse, workerFailure, error) {
+// call sends req and passes print() output to print and each pod's answer to result as they
+// come. It waits at most first for the first answer, or for the final one when req has no
+// pods, and at most each for each answer after it. On failure the worker is dead, and the
+// failure says why.
+func (w *worker) call(ctx context.Context, req *wireRequest, first, each time.Duration,
+	print func(*wirePrint), result func(*wireResult)) (*wireResponse, workerFailure, error) {
 	var reason atomic.Int32
 	kill := func(r workerFailure) {
 		reason.CompareAndSwap(0, int32(r))
 		w.cmd.Process.Kill()
 	}
-	timer := time.AfterFunc(deadline, func() { kill(failTime) })
+	timer := time.AfterFunc(first, func() { kill(failTime) })
 	stopCtx := context.AfterFunc(ctx, func() { kill(failCtx) })
 	defer func() {
 		timer.Stop()
@@ -362,17 +365,19 @@ func (w *worker) call(ctx context.Context, req *wireRequest, deadline time.Durat
 		if err = readFrame(w.out, resp); err != nil {
 			break
 		}
-		if resp.Print != nil {
+		switch {
+		case resp.Print != nil:
 			if print != nil {
 				print(resp.Print)
 			}
-			continue
-		}
-		if !resp.Done {
+		case resp.Result != nil:
+			timer.Reset(each)
+			result(resp.Result)
+		case resp.Done:
+			return resp, 0, nil
+		default:
 			err = errors.New("malformed answer")
-			break
 		}
-		return resp, 0, nil
 	}
 	// The worker died or broke the protocol: make sure it is gone and find out why.
 	w.dead = true
@@ -476,8 +481,7 @@ func compileWorker(name string, src []byte, opts *Options) (*Overlay, error) {
 	o := &Overlay{name: name, opts: *opts,
 		remote: &remote{script: d, pool: pool, limit: opts.maxMemory(), print: opts.Print}}
 	// Compile now, to report errors (and limits hit by the top level) at once.
-	deadline := time.Duration(len(d.Loads)+1)*opts.timeout() + workerGrace
-	if _, err := o.callWorker(context.Background(), nil, nil, deadline); err != nil {
+	if _, _, err := o.callWorker(context.Background(), nil, nil, nil); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -519,23 +523,36 @@ func recordLoads(name string, src []byte, loader Loader) []wireLoad {
 	return out
 }
 
-// callWorker compiles the overlay in a worker if the worker has not, and applies it to pods.
-func (o *Overlay) callWorker(ctx context.Context, pods []wirePod, env *Env, deadline time.Duration) ([]wireResult, error) {
+// callWorker compiles the overlay in a worker if the worker has not, and applies it to pods,
+// with the ctx envs[i] for pods[i] when envs is not nil and env for every pod otherwise. It
+// returns the answers of the pods the worker answered, in order. If the worker died while it
+// applied the overlay to the pod after them, err is that pod's *Error (a *LimitError for a
+// memory or time limit) and died is true: the pods after it were not tried. Otherwise err is
+// an *Error for every pod not answered.
+func (o *Overlay) callWorker(ctx context.Context, pods []wirePod, env *Env, envs []*Env) (results []*wireResult, died bool, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, &Error{Overlay: o.name, Err: err}
+		return nil, false, &Error{Overlay: o.name, Err: err}
 	}
 	r := o.remote
 	w, err := r.pool.get(r.limit)
 	if err != nil {
-		return nil, &Error{Overlay: o.name, Err: err}
+		return nil, false, &Error{Overlay: o.name, Err: err}
 	}
 	defer r.pool.put(w)
-	req := &wireRequest{Key: r.script.Key, Pods: pods, Env: env}
+	req := &wireRequest{Key: r.script.Key, Pods: pods, Env: env, Envs: envs}
+	// Each pod may take the time limit, and a worker that compiles the script first may
+	// take it for the top level and each module too; the parent allows a grace period more.
+	timeout := o.opts.timeout()
+	each, first := timeout+workerGrace, workerGrace
+	if len(pods) > 0 {
+		first += timeout
+	}
 	if !w.scripts[r.script.Key] {
 		req.Define = r.script
+		first += time.Duration(len(r.script.Loads)+1) * timeout
 	}
 	var print func(*wirePrint)
 	if r.print != nil {
@@ -544,60 +561,102 @@ func (o *Overlay) callWorker(ctx context.Context, pods []wirePod, env *Env, dead
 			r.print(syntax.MakePosition(&file, p.Line, p.Col), p.Msg)
 		}
 	}
-	resp, fail, err := w.call(ctx, req, deadline, print)
+	resp, fail, err := w.call(ctx, req, first, each, print, func(res *wireResult) {
+		results = append(results, res)
+	})
 	switch fail {
 	case 0:
 	case failTime:
-		return nil, &Error{Overlay: o.name, Err: &LimitError{Limit: "time", Value: o.opts.timeout().String()}}
+		return results, true, &Error{Overlay: o.name, Err: &LimitError{Limit: "time", Value: timeout.String()}}
 	case failCtx:
-		return nil, &Error{Overlay: o.name, Err: ctx.Err()}
+		return results, false, &Error{Overlay: o.name, Err: ctx.Err()}
 	case failMemory:
-		return nil, &Error{Overlay: o.name, Err: &LimitError{Limit: "memory", Value: FormatSize(r.limit)}}
+		return results, true, &Error{Overlay: o.name, Err: &LimitError{Limit: "memory", Value: FormatSize(r.limit)}}
 	default:
-		return nil, &Error{Overlay: o.name, Err: err}
+		return results, true, &Error{Overlay: o.name, Err: err}
 	}
 	if resp.Err != nil {
-		return nil, resp.Err.error()
+		return nil, false, resp.Err.error()
 	}
 	w.scripts[r.script.Key] = true
-	return resp.Results, nil
+	if len(results) != len(pods) {
+		return results, false, &Error{Overlay: o.name, Err: fmt.Errorf("overlay worker answered %d pods, want %d", len(results), len(pods))}
+	}
+	return results, false, nil
 }
 
-// applyWorker applies the overlay to each pod in a worker, in one round trip.
-func (o *Overlay) applyWorker(ctx context.Context, pods []*corev1.Pod, env *Env) ([]*corev1.Pod, error) {
+// applyWorker applies the overlay in workers to each pod, with the ctx envs[i] for pods[i]
+// when envs is not nil and env for every pod otherwise. It sends the pods to one worker in one
+// round trip. A pod that kills its worker (by a memory or time limit) gets that error, and
+// the pods after it go to another worker. With first set it stops at the first pod that
+// fails and gives the pods after it no result and no error.
+func (o *Overlay) applyWorker(ctx context.Context, pods []*corev1.Pod, env *Env, envs []*Env, first bool) ([]*corev1.Pod, []error) {
+	out := make([]*corev1.Pod, len(pods))
+	errs := make([]error, len(pods))
 	// Pods cross the process boundary in the generated Kubernetes protobuf encoding; the
 	// worker still decodes the overlay's result strictly.
-	in := make([]wirePod, len(pods))
+	in := make([]wirePod, 0, len(pods))
+	var ins []*Env
+	if envs != nil {
+		ins = make([]*Env, 0, len(pods))
+	}
+	index := make([]int, 0, len(pods)) // the index in pods of each pod of in
 	for i, pod := range pods {
 		data, err := podToWire(pod)
 		if err != nil {
-			return nil, &Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %w", err)}
+			errs[i] = &Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %w", err)}
+			if first {
+				return out, errs
+			}
+			continue
 		}
-		in[i] = data
-	}
-	deadline := time.Duration(len(pods))*o.opts.timeout() + workerGrace
-	results, err := o.callWorker(ctx, in, env, deadline)
-	if err != nil {
-		return nil, err
-	}
-	if len(results) != len(pods) {
-		return nil, &Error{Overlay: o.name, Err: fmt.Errorf("overlay worker answered %d pods, want %d", len(results), len(pods))}
-	}
-	out := make([]*corev1.Pod, len(pods))
-	for i, res := range results {
-		if res.Err != nil {
-			return nil, res.Err.error()
+		in = append(in, data)
+		if envs != nil {
+			ins = append(ins, envs[i])
 		}
-		if res.Pod == nil {
-			return nil, &Error{Overlay: o.name, Err: errors.New("overlay worker answered without a pod")}
-		}
-		pod, err := res.Pod.pod()
-		if err != nil {
-			return nil, &Error{Overlay: o.name, Err: fmt.Errorf("decoding the result: %v", err)}
-		}
-		out[i] = pod
+		index = append(index, i)
 	}
-	return out, nil
+	for len(in) > 0 {
+		results, died, err := o.callWorker(ctx, in, env, ins)
+		for j, res := range results {
+			i := index[j]
+			switch {
+			case res.Err != nil:
+				errs[i] = res.Err.error()
+			case res.Pod == nil:
+				errs[i] = &Error{Overlay: o.name, Err: errors.New("overlay worker answered without a pod")}
+			default:
+				pod, derr := res.Pod.pod()
+				if derr != nil {
+					errs[i] = &Error{Overlay: o.name, Err: fmt.Errorf("decoding the result: %v", derr)}
+				} else {
+					out[i] = pod
+				}
+			}
+			if first && errs[i] != nil {
+				return out, errs
+			}
+		}
+		if err == nil {
+			break
+		}
+		n := len(results)
+		if !died {
+			for _, i := range index[n:] {
+				errs[i] = err
+			}
+			break
+		}
+		errs[index[n]] = err
+		if first {
+			break
+		}
+		in, index = in[n+1:], index[n+1:]
+		if ins != nil {
+			ins = ins[n+1:]
+		}
+	}
+	return out, errs
 }
 
 // ApplyBatch applies the overlay to each of pods, as Apply does, and returns the results in
@@ -605,7 +664,13 @@ func (o *Overlay) applyWorker(ctx context.Context, pods []*corev1.Pod, env *Env)
 // isolation all pods go to one worker in one round trip.
 func (o *Overlay) ApplyBatch(ctx context.Context, pods []*corev1.Pod, env *Env) ([]*corev1.Pod, error) {
 	if o.remote != nil {
-		return o.applyWorker(ctx, pods, env)
+		out, errs := o.applyWorker(ctx, pods, env, nil, true)
+		for _, err := range errs {
+			if err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
 	}
 	out := make([]*corev1.Pod, len(pods))
 	for i, pod := range pods {
@@ -616,4 +681,29 @@ func (o *Overlay) ApplyBatch(ctx context.Context, pods []*corev1.Pod, env *Env) 
 		out[i] = res
 	}
 	return out, nil
+}
+
+// ApplyEach applies the overlay to each of pods, as Apply does, with envs[i] as the ctx of
+// pods[i]; nil envs gives every pod a nil env, and otherwise envs must be as long as pods. It
+// returns a result and an error for each pod: the resulting pod and a nil error, or a nil pod
+// and the *Error that Apply would have returned. With [WorkerProcess] isolation all pods go
+// to one worker in one round trip; a pod that kills its worker (by a memory or time limit)
+// gets that *Error, wrapping a *LimitError, and the pods after it go on in another worker.
+func (o *Overlay) ApplyEach(ctx context.Context, pods []*corev1.Pod, envs []*Env) ([]*corev1.Pod, []error) {
+	if envs != nil && len(envs) != len(pods) {
+		panic(fmt.Sprintf("engine: ApplyEach of %d pods with %d envs", len(pods), len(envs)))
+	}
+	if o.remote != nil {
+		return o.applyWorker(ctx, pods, nil, envs, false)
+	}
+	out := make([]*corev1.Pod, len(pods))
+	errs := make([]error, len(pods))
+	for i, pod := range pods {
+		var env *Env
+		if envs != nil {
+			env = envs[i]
+		}
+		out[i], errs[i] = o.Apply(ctx, pod, env)
+	}
+	return out, errs
 }

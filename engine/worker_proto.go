@@ -11,10 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	corev1 "k8s.io/api/core/v1"
 	"time"
 
 	"go.starlark.net/syntax"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -44,21 +44,24 @@ type wireLoad struct {
 }
 
 // A wireRequest asks a worker to compile a script (Define) and, when Pods is not empty, to
-// apply the script named Key to each pod.
+// apply the script named Key to each pod, with the ctx Envs[i] for Pods[i] when Envs is set
+// and Env for every pod otherwise.
 type wireRequest struct {
 	Define *wireScript `json:",omitempty"`
 	Key    string      `json:",omitempty"`
 	Pods   []wirePod   `json:",omitempty"`
 	Env    *Env        `json:",omitempty"`
+	Envs   []*Env      `json:",omitempty"`
 }
 
-// A wireResponse is either one line of print() output (Print set) or the final answer: the
-// compile error, or for each pod its result or error.
+// A wireResponse is one line of print() output (Print set), the answer for one pod (Result
+// set; the worker sends one for each pod of the request, in order, as soon as it has it), or
+// the final answer (Done set), with the compile error if there is one.
 type wireResponse struct {
-	Print   *wirePrint   `json:",omitempty"`
-	Err     *wireError   `json:",omitempty"` // a compile error
-	Results []wireResult `json:",omitempty"`
-	Done    bool         `json:",omitempty"`
+	Print  *wirePrint  `json:",omitempty"`
+	Result *wireResult `json:",omitempty"`
+	Err    *wireError  `json:",omitempty"` // a compile error
+	Done   bool        `json:",omitempty"`
 }
 
 type wirePrint struct {

@@ -126,25 +126,35 @@ func handle(scripts map[string]*Overlay, req *wireRequest, out *bufio.Writer) (*
 	if !ok {
 		return nil, fmt.Errorf("apply of unknown script %s", req.Key)
 	}
-	for _, data := range req.Pods {
+	if req.Envs != nil && len(req.Envs) != len(req.Pods) {
+		return nil, fmt.Errorf("got %d envs for %d pods", len(req.Envs), len(req.Pods))
+	}
+	for i, data := range req.Pods {
 		pod, err := data.pod()
 		if err != nil {
 			return nil, fmt.Errorf("decoding a pod: %v", err)
 		}
-		res, err := o.Apply(context.Background(), pod, req.Env)
+		env := req.Env
+		if req.Envs != nil {
+			env = req.Envs[i]
+		}
+		res, err := o.Apply(context.Background(), pod, env)
 		if printErr != nil {
 			return nil, printErr
 		}
+		var result wireResult
 		if err != nil {
-			resp.Results = append(resp.Results, wireResult{Err: toWire(err)})
-			continue
+			result.Err = toWire(err)
+		} else if data, err := podToWire(res); err != nil {
+			result.Err = toWire(&Error{Overlay: o.name, Err: err})
+		} else {
+			result.Pod = &data
 		}
-		data, err := podToWire(res)
-		if err != nil {
-			resp.Results = append(resp.Results, wireResult{Err: toWire(&Error{Overlay: o.name, Err: err})})
-			continue
+		// Each answer goes out at once: if a later pod kills the worker, the parent
+		// still has the answers before it and knows which pod did.
+		if err := writeFrame(out, &wireResponse{Result: &result}); err != nil {
+			return nil, err
 		}
-		resp.Results = append(resp.Results, wireResult{Pod: &data})
 	}
 	return resp, nil
 }

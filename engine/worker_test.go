@@ -281,3 +281,200 @@ func TestWorkerTimeAndContext(t *testing.T) {
 		t.Errorf("after a killed worker: %v", err)
 	}
 }
+
+// eachSources is a chain whose second overlay fails on some replicas: with a Starlark error
+// (replica_id % 4 == 1), with an invalid result (% 4 == 2); the third runs on the others.
+var eachSources = []string{
+	chainSources[0],
+	"def overlay(pod, ctx):\n" +
+		"    if ctx.replica_id % 4 == 1:\n" +
+		"        fail(\"replica %d of %s\" % (ctx.replica_id, ctx.role))\n" +
+		"    if ctx.replica_id % 4 == 2:\n" +
+		"        pod[\"spec\"][\"containers\"][0][\"ports\"] = [{\"containerPort\": \"x\"}]\n" +
+		"        pod[\"spec\"][\"nodeSelectr\"] = {}\n",
+	"def overlay(pod, ctx):\n    pod[\"metadata\"][\"labels\"][\"n\"] = str(ctx.num_replicas) + ctx.args[\"k\"]\n",
+}
+
+func compileEach(t *testing.T, opts *engine.Options) engine.Chain {
+	t.Helper()
+	var chain engine.Chain
+	for i, src := range eachSources {
+		o, err := engine.Compile(fmt.Sprintf("each%d.star", i), []byte(src), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain = append(chain, o)
+	}
+	return chain
+}
+
+// eachInput returns n different pods and a different env for each.
+func eachInput(n int) ([]*corev1.Pod, []*engine.Env) {
+	pods := make([]*corev1.Pod, n)
+	envs := make([]*engine.Env, n)
+	for i := range pods {
+		pods[i] = mixedPod(i)
+		envs[i] = &engine.Env{ReplicaID: i, NumReplicas: n, Role: fmt.Sprint("r", i%3),
+			Args: map[string]string{"k": fmt.Sprint(i * i)}}
+	}
+	return pods, envs
+}
+
+// sameErrors checks that two errors of the same apply are the same *engine.Error.
+func sameErrors(t *testing.T, what string, want, got error) {
+	t.Helper()
+	if (want == nil) != (got == nil) {
+		t.Fatalf("%s: got error %v, want %v", what, got, want)
+	}
+	if want == nil {
+		return
+	}
+	if want.Error() != got.Error() {
+		t.Errorf("%s: got error\n%v\nwant\n%v", what, got, want)
+	}
+	var we, ge *engine.Error
+	if !errors.As(want, &we) || !errors.As(got, &ge) {
+		t.Fatalf("%s: got %T and %T, want *engine.Error", what, want, got)
+	}
+	if we.Overlay != ge.Overlay || we.Pos.String() != ge.Pos.String() || we.Backtrace != ge.Backtrace {
+		t.Errorf("%s: got %q %v %q, want %q %v %q", what, ge.Overlay, ge.Pos, ge.Backtrace, we.Overlay, we.Pos, we.Backtrace)
+	}
+	if len(we.Fields) != len(ge.Fields) {
+		t.Fatalf("%s: got %d field errors, want %d", what, len(ge.Fields), len(we.Fields))
+	}
+	for i := range we.Fields {
+		if we.Fields[i].Type != ge.Fields[i].Type || we.Fields[i].Field != ge.Fields[i].Field {
+			t.Errorf("%s: field error %d: got %v, want %v", what, i, ge.Fields[i], we.Fields[i])
+		}
+	}
+}
+
+// TestApplyEach checks Chain.ApplyEach against one Chain.Apply per pod, in process and in a
+// worker: the same pods, and the same error for the same pods.
+func TestApplyEach(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 2})
+	defer pool.Close()
+	const n = 23
+	pods, envs := eachInput(n)
+	local := compileEach(t, nil)
+	for _, mode := range []struct {
+		name  string
+		chain engine.Chain
+	}{{"in-process", local}, {"worker", compileEach(t, workerOptions(pool))}} {
+		t.Run(mode.name, func(t *testing.T) {
+			got, errs := mode.chain.ApplyEach(context.Background(), pods, envs)
+			if len(got) != n || len(errs) != n {
+				t.Fatalf("got %d pods and %d errors, want %d of each", len(got), len(errs), n)
+			}
+			failed := 0
+			for i := range pods {
+				want, werr := local.Apply(context.Background(), pods[i], envs[i])
+				sameErrors(t, fmt.Sprint("pod ", i), werr, errs[i])
+				if werr != nil {
+					failed++
+					if got[i] != nil {
+						t.Errorf("pod %d: got a pod and an error", i)
+					}
+					continue
+				}
+				if diff := cmp.Diff(want, got[i]); diff != "" {
+					t.Errorf("pod %d (-Apply +ApplyEach):\n%s", i, diff)
+				}
+			}
+			if want := 12; failed != want {
+				t.Errorf("%d pods failed, want %d", failed, want)
+			}
+			for i, pod := range pods {
+				if diff := cmp.Diff(mixedPod(i), pod); diff != "" {
+					t.Errorf("input pod %d changed (-before +after):\n%s", i, diff)
+				}
+			}
+		})
+	}
+	// The overlays see pods in the order given, whatever their envs.
+	o := compileEach(t, workerOptions(pool))[0]
+	res, errs := o.ApplyEach(context.Background(), []*corev1.Pod{pods[2], pods[1]}, []*engine.Env{envs[7], envs[3]})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	if res[0].Labels["replica"] != "7" || res[0].Name != pods[2].Name || res[1].Labels["replica"] != "3" {
+		t.Errorf("got %s with %v and %s with %v, want %s with replica 7 and %s with replica 3",
+			res[0].Name, res[0].Labels, res[1].Name, res[1].Labels, pods[2].Name, pods[1].Name)
+	}
+	// Nil envs give every pod a nil env; an empty chain copies the pods.
+	res, errs = o.ApplyEach(context.Background(), pods[:2], nil)
+	if errs[0] != nil || errs[1] != nil || res[0].Labels["replica"] != "0" || res[1].Labels["replica"] != "0" {
+		t.Errorf("nil envs: got %v, %v and labels %v, %v, want replica 0 twice", errs[0], errs[1], res[0].Labels, res[1].Labels)
+	}
+	res, errs = engine.Chain{}.ApplyEach(context.Background(), pods[:1], envs[:1])
+	if errs[0] != nil || res[0] == pods[0] || !cmp.Equal(res[0], pods[0]) {
+		t.Errorf("empty chain: got %v, %v, want a copy of the pod", res[0], errs[0])
+	}
+}
+
+// TestApplyEachMemoryLimit checks that a pod that kills its worker in the middle of a batch
+// gets a memory error naming the overlay, and that the pods before and after it still get
+// their results; and that a batch in which every pod kills its worker gets an error for each.
+func TestApplyEachMemoryLimit(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	bomb := compile(t, "def overlay(pod, ctx):\n"+
+		"    if ctx.replica_id in (2, 3):\n"+
+		"        s = \"ab\" * 1024\n"+
+		"        for i in range(40):\n"+
+		"            s += s\n"+
+		"    pod[\"metadata\"][\"labels\"] = {\"r\": str(ctx.replica_id)}\n", workerOptions(pool))
+	pods, envs := eachInput(6)
+	got, errs := bomb.ApplyEach(context.Background(), pods, envs)
+	for i := range pods {
+		if i == 2 || i == 3 {
+			var lim *engine.LimitError
+			if !errors.As(errs[i], &lim) || lim.Limit != "memory" || got[i] != nil {
+				t.Errorf("pod %d: got %v, want a memory LimitError", i, errs[i])
+			} else if want := "overlay.star: exceeded the memory limit of 128Mi"; errs[i].Error() != want {
+				t.Errorf("pod %d: got %q, want %q", i, errs[i], want)
+			}
+			continue
+		}
+		if errs[i] != nil || got[i].Labels["r"] != fmt.Sprint(i) {
+			t.Errorf("pod %d: got %v, error %v, want label r: %d", i, got[i], errs[i], i)
+		}
+	}
+	if s := pool.Stats(); s.Started != 3 || s.Alive != 1 {
+		t.Errorf("stats = %+v, want 3 workers started (the first, then one after each death), 1 alive", s)
+	}
+
+	all := compile(t, "def overlay(pod):\n    s = \"ab\" * 1024\n    for i in range(40):\n        s += s\n", workerOptions(pool))
+	_, errs = all.ApplyEach(context.Background(), pods[:3], nil)
+	for i, err := range errs {
+		var lim *engine.LimitError
+		if !errors.As(err, &lim) || lim.Limit != "memory" {
+			t.Errorf("pod %d: got %v, want a memory LimitError", i, err)
+		}
+	}
+	// ApplyBatch stops at the first pod that kills its worker.
+	before := pool.Stats().Started
+	if _, err := all.ApplyBatch(context.Background(), pods[:3], nil); err == nil || !strings.Contains(err.Error(), "memory limit") {
+		t.Errorf("ApplyBatch: got %v, want a memory limit error", err)
+	}
+	if s := pool.Stats(); s.Started-before > 1 {
+		t.Errorf("ApplyBatch started %d workers, want at most 1", s.Started-before)
+	}
+}
+
+// TestApplyEachContext checks that a cancelled context fails every pod of a batch.
+func TestApplyEachContext(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	loop := compile(t, "def overlay(pod):\n    for i in range(1 << 60):\n        pass\n", &engine.Options{
+		Isolation: engine.WorkerProcess, Workers: pool, MaxMemory: 128 << 20, Timeout: time.Minute, MaxSteps: 1 << 62})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	pods, _ := eachInput(3)
+	_, errs := loop.ApplyEach(ctx, pods, nil)
+	for i, err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("pod %d: got %v, want context.Canceled", i, err)
+		}
+	}
+}
