@@ -147,23 +147,34 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 		},
 	}
 
-	// Build every replica's task, several at a time: a compiled overlay may be applied
-	// concurrently. Results keep the order of roles and replicas.
-	var replicas []*replica
-	for ri := range app.Roles {
-		for id := range app.Roles[ri].Replicas() {
-			replicas = append(replicas, &replica{role: ri, id: id})
-		}
-	}
+	// Build every replica's task, a chunk of replicas of one role at a time and several
+	// chunks at once: a compiled overlay may be applied concurrently, and each overlay
+	// applies to a whole chunk in one call (one round trip to a worker process). Results
+	// keep the order of roles and replicas.
 	b := &builder{app: app, cfg: &cfg, opts: &opts, jobName: jobName, appName: appName,
 		firstTask: taskName(app.Roles[0].Name, 0)}
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var replicas []*replica
+	var chunks [][]*replica
+	procs := runtime.GOMAXPROCS(0)
+	for ri := range app.Roles {
+		n := app.Roles[ri].Replicas()
+		size := min(max((n+procs-1)/procs, 1), maxChunk)
+		for start := 0; start < n; start += size {
+			chunk := make([]*replica, 0, min(size, n-start))
+			for id := start; id < min(start+size, n); id++ {
+				chunk = append(chunk, &replica{role: ri, id: id})
+			}
+			chunks = append(chunks, chunk)
+			replicas = append(replicas, chunk...)
+		}
+	}
+	sem := make(chan struct{}, procs)
 	var wg sync.WaitGroup
-	for _, rep := range replicas {
+	for _, chunk := range chunks {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			rep.task, rep.errs = b.task(ctx, rep.role, rep.id, chains[rep.role])
+			b.tasks(ctx, chunk, chains[chunk[0].role])
 		})
 	}
 	wg.Wait()
@@ -198,9 +209,14 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 	return job, nil
 }
 
+// maxChunk bounds the replicas that Build hands to an overlay in one call.
+const maxChunk = 64
+
 // A replica is one replica of a role, and what building its task gave.
 type replica struct {
 	role, id int
+	pod      *corev1.Pod
+	labels   map[string]string
 	task     *vcbatch.TaskSpec
 	errs     []error
 }
@@ -215,63 +231,91 @@ type builder struct {
 	firstTask string
 }
 
-// task builds the task of replica id of role ri: its pod, the overlays, the labels and the
-// checks. Errors are *ReplicaError values.
-func (b *builder) task(ctx context.Context, ri, id int, chain engine.Chain) (*vcbatch.TaskSpec, []error) {
-	r := &b.app.Roles[ri]
-	n := r.Replicas()
-	name := taskName(r.Name, id)
-	rank0 := ri == 0 && id == 0
+// tasks builds the tasks of reps, replicas of one role: their pods, the overlays (each
+// applied to every pod in one call), the labels and the checks. Errors are *ReplicaError
+// values.
+func (b *builder) tasks(ctx context.Context, reps []*replica, chain engine.Chain) {
+	for _, rep := range reps {
+		b.pod(rep)
+	}
+	if len(chain) > 0 {
+		r := &b.app.Roles[reps[0].role]
+		pods := make([]*corev1.Pod, len(reps))
+		envs := make([]*engine.Env, len(reps))
+		for i, rep := range reps {
+			pods[i] = rep.pod
+			envs[i] = &engine.Env{
+				AppID:       b.jobName,
+				Role:        r.Name,
+				ReplicaID:   rep.id,
+				NumReplicas: r.Replicas(),
+				Scheduler:   SchedulerKubernetes,
+				Args:        b.opts.OverlayArgs,
+			}
+		}
+		out, errs := chain.ApplyEach(ctx, pods, envs)
+		for i, rep := range reps {
+			rep.pod = out[i]
+			if errs[i] != nil {
+				rep.errs = []error{&ReplicaError{Role: r.Name, ReplicaID: rep.id, Err: errs[i]}}
+			}
+		}
+	}
+	for _, rep := range reps {
+		if rep.errs == nil {
+			b.task(rep)
+		}
+		rep.pod, rep.labels = nil, nil
+	}
+}
+
+// pod builds the pod of a replica, with the bookkeeping labels, for the overlays.
+func (b *builder) pod(rep *replica) {
+	r := &b.app.Roles[rep.role]
+	name := taskName(r.Name, rep.id)
+	rank0 := rep.role == 0 && rep.id == 0
 	m := macroValues{
 		"app_id":       b.jobName,
-		"replica_id":   strconv.Itoa(id),
-		"num_replicas": strconv.Itoa(n),
+		"replica_id":   strconv.Itoa(rep.id),
+		"num_replicas": strconv.Itoa(r.Replicas()),
 		"rank0_env":    "$(" + rank0Env(b.firstTask, rank0) + ")",
 	}
-	labels := map[string]string{
+	rep.labels = map[string]string{
 		LabelName:      b.appName,
 		LabelInstance:  b.jobName,
 		LabelManagedBy: ManagedBy,
 		LabelAppName:   b.appName,
 		LabelRoleName:  r.Name,
-		LabelRoleIndex: strconv.Itoa(ri),
-		LabelReplicaID: strconv.Itoa(id),
+		LabelRoleIndex: strconv.Itoa(rep.role),
+		LabelReplicaID: strconv.Itoa(rep.id),
 	}
-	pod := rolePod(r, name, m, b.cfg, rank0)
+	rep.pod = rolePod(r, name, m, b.cfg, rank0)
 	// Overlays see the labels (to use them in affinity selectors, say), and whatever they do
-	// to them is undone below.
-	setPodLabels(pod, labels)
-	if len(chain) > 0 {
-		env := &engine.Env{
-			AppID:       b.jobName,
-			Role:        r.Name,
-			ReplicaID:   id,
-			NumReplicas: n,
-			Scheduler:   SchedulerKubernetes,
-			Args:        b.opts.OverlayArgs,
-		}
-		out, err := chain.Apply(ctx, pod, env)
-		if err != nil {
-			return nil, []error{&ReplicaError{Role: r.Name, ReplicaID: id, Err: err}}
-		}
-		pod = out
-	}
-	setPodLabels(pod, labels)
+	// to them is undone by task.
+	setPodLabels(rep.pod, rep.labels)
+}
+
+// task builds the task of a replica from the pod the overlays returned: it sets the
+// bookkeeping labels again and checks the pod.
+func (b *builder) task(rep *replica) {
+	r := &b.app.Roles[rep.role]
+	pod := rep.pod
+	setPodLabels(pod, rep.labels)
 	if verrs := validatePod(pod); len(verrs) > 0 {
-		errs := make([]error, len(verrs))
+		rep.errs = make([]error, len(verrs))
 		for i, e := range verrs {
-			errs[i] = &ReplicaError{Role: r.Name, ReplicaID: id, Err: e}
+			rep.errs[i] = &ReplicaError{Role: r.Name, ReplicaID: rep.id, Err: e}
 		}
-		return nil, errs
+		return
 	}
 	task := &vcbatch.TaskSpec{
-		Name:     name,
+		Name:     taskName(r.Name, rep.id),
 		Replicas: 1,
 		Template: corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec},
 	}
 	if r.MinReplicas != nil {
 		task.MinAvailable = ptr(int32(0))
-		if id < *r.MinReplicas {
+		if rep.id < *r.MinReplicas {
 			task.MinAvailable = ptr(int32(1))
 		}
 	}
@@ -279,7 +323,7 @@ func (b *builder) task(ctx context.Context, ri, id int, chain engine.Chain) (*vc
 		task.MaxRetry = int32(r.MaxRetries)
 		task.Policies = retryPolicies(r.RetryPolicy)
 	}
-	return task, nil
+	rep.task = task
 }
 
 func (r *Role) retryPolicy() RetryPolicy {

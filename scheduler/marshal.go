@@ -7,8 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"sigs.k8s.io/yaml"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/starpod/starpod/internal/stream"
 )
 
 // Marshal returns the job as YAML or JSON (format "yaml" or "json"), with keys sorted and
@@ -27,7 +28,7 @@ func Marshal(job *vcbatch.Job, format string) ([]byte, error) {
 	prune(obj)
 	switch format {
 	case "yaml", "":
-		return yaml.Marshal(obj)
+		return stream.MarshalYAML(obj)
 	case "json":
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
