@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"sync"
 
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
@@ -16,20 +18,23 @@ import (
 // without nulls, empty output-only fields (status, creationTimestamp) or objects that held
 // nothing else, so that what is printed is what a user would write.
 func Marshal(job *vcbatch.Job, format string) ([]byte, error) {
-	data, err := json.Marshal(job)
-	if err != nil {
-		return nil, err
-	}
-	var obj map[string]any
-	if err := json.Unmarshal(data, &obj); err != nil {
-		return nil, err
-	}
-	delete(obj, "status")
-	prune(obj)
 	switch format {
 	case "yaml", "":
+		if len(job.Spec.Tasks) > 1 {
+			if data, ok, err := marshalTasksYAML(job); ok || err != nil {
+				return data, err
+			}
+		}
+		obj, err := object(job)
+		if err != nil {
+			return nil, err
+		}
 		return stream.MarshalYAML(obj)
 	case "json":
+		obj, err := object(job)
+		if err != nil {
+			return nil, err
+		}
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetIndent("", "  ")
@@ -40,6 +45,110 @@ func Marshal(job *vcbatch.Job, format string) ([]byte, error) {
 		return buf.Bytes(), nil
 	}
 	return nil, fmt.Errorf("output format %q: want yaml or json", format)
+}
+
+// object returns v as pruned untyped JSON data.
+func object(v any) (map[string]any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, err
+	}
+	delete(obj, "status")
+	prune(obj)
+	return obj, nil
+}
+
+// tasksPlaceholder stands for the tasks in the YAML of a job printed without them.
+const tasksPlaceholder = "starpod-tasks-placeholder-9c1f3e"
+
+// tasksPrefix is how the YAML of {spec: {tasks: [task]}} starts.
+const tasksPrefix = "spec:\n  tasks:\n"
+
+// marshalTasksYAML prints the job as Marshal does, but each task on its own and several at
+// once: printing YAML keeps every event of the document until its end, which makes one
+// document of many tasks slow and large. Each task is printed where it sits in the job,
+// as the only item of spec.tasks, so that its text (indentation, lines wrapped at a column)
+// is the text it has in the whole document. It reports false if the job's text has no
+// single place for the tasks.
+func marshalTasksYAML(job *vcbatch.Job) ([]byte, bool, error) {
+	head := *job
+	head.Spec.Tasks = nil
+	obj, err := object(&head)
+	if err != nil {
+		return nil, false, err
+	}
+	spec, ok := obj["spec"].(map[string]any)
+	if !ok {
+		return nil, false, nil
+	}
+	spec["tasks"] = tasksPlaceholder
+	text, err := stream.MarshalYAML(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	line := []byte("\n  tasks: " + tasksPlaceholder + "\n")
+	at := bytes.Index(text, line)
+	if at < 0 || bytes.LastIndex(text, line) != at {
+		return nil, false, nil
+	}
+
+	tasks := make([][]byte, len(job.Spec.Tasks))
+	errs := make([]error, len(job.Spec.Tasks))
+	var next sync.Mutex
+	i := 0
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(tasks)) {
+		wg.Go(func() {
+			for {
+				next.Lock()
+				t := i
+				i++
+				next.Unlock()
+				if t >= len(tasks) {
+					return
+				}
+				tasks[t], errs[t] = marshalTaskYAML(&job.Spec.Tasks[t])
+			}
+		})
+	}
+	wg.Wait()
+
+	n := len(text)
+	for t, data := range tasks {
+		if errs[t] != nil {
+			return nil, false, errs[t]
+		}
+		if !bytes.HasPrefix(data, []byte(tasksPrefix)) {
+			return nil, false, nil
+		}
+		n += len(data)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, text[:at+1]...)
+	out = append(out, "  tasks:\n"...)
+	for _, data := range tasks {
+		out = append(out, data[len(tasksPrefix):]...)
+	}
+	out = append(out, text[at+len(line):]...)
+	return out, true, nil
+}
+
+// marshalTaskYAML returns the YAML of {spec: {tasks: [task]}}.
+func marshalTaskYAML(task *vcbatch.TaskSpec) ([]byte, error) {
+	data, err := json.Marshal(task)
+	if err != nil {
+		return nil, err
+	}
+	var obj any
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, err
+	}
+	prune(obj)
+	return stream.MarshalYAML(map[string]any{"spec": map[string]any{"tasks": []any{obj}}})
 }
 
 // prune removes nulls from x, and the objects that become empty by that.

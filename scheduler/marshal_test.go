@@ -1,0 +1,85 @@
+package scheduler
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+)
+
+// TestMarshalTasks checks that the YAML of a job of several tasks, printed a task at a time,
+// is the text of the whole job printed at once by sigs.k8s.io/yaml, with scalars that wrap at
+// a column, span lines, need quotes or are not ASCII, at every depth.
+func TestMarshalTasks(t *testing.T) {
+	words := strings.Repeat("a long value with spaces that the printer folds ", 6)
+	job := &vcbatch.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: "x", Annotations: map[string]string{"a": words, "tasks": "tasks: []"}},
+		Spec: vcbatch.JobSpec{
+			Queue:   "default",
+			Plugins: map[string][]string{"svc": {"--publish-not-ready-addresses"}, "env": {}},
+		},
+	}
+	values := []string{
+		words,
+		"line one\nline two\n",
+		"trailing spaces  \n  and leading",
+		"key: value # not a comment",
+		"- not an item",
+		"ünïcödé ✓ " + words,
+		"'quoted' \"twice\"",
+		"123", "true", "null", "",
+		strings.Repeat("x", 200),
+		"\ttab\x01control",
+	}
+	for i, v := range values {
+		task := vcbatch.TaskSpec{
+			Name:     "r-" + strings.Repeat("n", i),
+			Replicas: 1,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"l": "v"}, Annotations: map[string]string{v: v}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "c", Image: "i", Command: []string{v, "-c"}, Args: []string{v},
+					Env: []corev1.EnvVar{{Name: "E", Value: v}},
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse("1500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}},
+				}}},
+			},
+		}
+		if i%2 == 0 {
+			task.MinAvailable = ptr(int32(i))
+		}
+		job.Spec.Tasks = append(job.Spec.Tasks, task)
+	}
+	obj, err := object(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := yaml.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := marshalTasksYAML(job)
+	if err != nil || !ok {
+		t.Fatalf("got ok %v, error %v, want the tasks printed one at a time", ok, err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("(-whole +by task):\n%s", diff)
+	}
+	// A value folded at column 80 inside a task: the case that needs each task printed at its place.
+	if folded := "\n            value: 'a long value with spaces that the printer folds a long value with\n              spaces"; !strings.Contains(string(want), folded) {
+		t.Errorf("the job has no folded env value inside a task:\n%s", want)
+	}
+	viaMarshal, err := Marshal(job, "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(viaMarshal) != string(got) {
+		t.Errorf("Marshal does not print the tasks one at a time")
+	}
+}
