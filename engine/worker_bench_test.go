@@ -57,3 +57,29 @@ func BenchmarkApplyWorkerBatch(b *testing.B) {
 		n++
 	}
 }
+
+// BenchmarkApplyEachWorker applies the overlay to 64 pods per round trip, each with its own
+// ctx, as the scheduler does with the replicas of a role; ns/op is per pod.
+func BenchmarkApplyEachWorker(b *testing.B) {
+	const batch = 64
+	o, pod := benchWorkerOverlay(b)
+	pods := make([]*corev1.Pod, batch)
+	envs := make([]*engine.Env, batch)
+	for i := range pods {
+		pods[i] = pod
+		envs[i] = &engine.Env{AppID: "bench", Role: "trainer", ReplicaID: i, NumReplicas: batch, Scheduler: "kubernetes"}
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		if n%batch == 0 {
+			_, errs := o.ApplyEach(context.Background(), pods, envs)
+			for _, err := range errs {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		n++
+	}
+}

@@ -229,6 +229,7 @@ type builder struct {
 	jobName   string
 	appName   string
 	firstTask string
+	checks    nameChecks
 }
 
 // tasks builds the tasks of reps, replicas of one role: their pods, the overlays (each
@@ -301,7 +302,7 @@ func (b *builder) task(rep *replica) {
 	r := &b.app.Roles[rep.role]
 	pod := rep.pod
 	setPodLabels(pod, rep.labels)
-	if verrs := validatePod(pod); len(verrs) > 0 {
+	if verrs := validatePod(pod, &b.checks); len(verrs) > 0 {
 		rep.errs = make([]error, len(verrs))
 		for i, e := range verrs {
 			rep.errs[i] = &ReplicaError{Role: r.Name, ReplicaID: rep.id, Err: e}
@@ -524,9 +525,31 @@ func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, error) {
 	return chains, nil
 }
 
+// nameChecks remembers the problems of the label keys and values that pods had, which are
+// mostly the same in every pod of a job: checking them is the dearest part of validatePod.
+// It is safe for concurrent use.
+type nameChecks struct {
+	keys, values sync.Map // string → []string, the problems
+}
+
+func (c *nameChecks) check(m *sync.Map, s string, check func(string) []string) []string {
+	if msgs, ok := m.Load(s); ok {
+		return msgs.([]string)
+	}
+	msgs := check(s)
+	m.Store(s, msgs)
+	return msgs
+}
+
+func (c *nameChecks) labelKey(k string) []string { return c.check(&c.keys, k, content.IsLabelKey) }
+
+func (c *nameChecks) labelValue(v string) []string {
+	return c.check(&c.values, v, content.IsLabelValue)
+}
+
 // validatePod checks what the engine's schema check cannot: names, references between
 // fields, and the metadata that Volcano owns.
-func validatePod(pod *corev1.Pod) field.ErrorList {
+func validatePod(pod *corev1.Pod, checks *nameChecks) field.ErrorList {
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
 	if pod.Name != "" {
@@ -536,15 +559,15 @@ func validatePod(pod *corev1.Pod) field.ErrorList {
 		errs = append(errs, field.Forbidden(meta.Child("namespace"), "pods run in the job's namespace (--cfg namespace)"))
 	}
 	for _, k := range sortedKeys(pod.Labels) {
-		for _, msg := range content.IsLabelKey(k) {
+		for _, msg := range checks.labelKey(k) {
 			errs = append(errs, field.Invalid(meta.Child("labels").Key(k), k, msg))
 		}
-		for _, msg := range content.IsLabelValue(pod.Labels[k]) {
+		for _, msg := range checks.labelValue(pod.Labels[k]) {
 			errs = append(errs, field.Invalid(meta.Child("labels").Key(k), pod.Labels[k], msg))
 		}
 	}
 	for _, k := range sortedKeys(pod.Annotations) {
-		for _, msg := range content.IsLabelKey(k) {
+		for _, msg := range checks.labelKey(k) {
 			errs = append(errs, field.Invalid(meta.Child("annotations").Key(k), k, msg))
 		}
 	}
