@@ -7,7 +7,8 @@
 //
 // To compile a script once, use [Compile]; it returns an immutable [*Overlay] that one or many
 // goroutines apply at the same time with [Overlay.Apply]. To apply several overlays in order,
-// use a [Chain]. Each apply makes a fresh starlark.Thread, converts the pod into plain Starlark
+// use a [Chain]. To apply an overlay or a chain to many pods, each with its own ctx, use
+// [Overlay.ApplyEach] or [Chain.ApplyEach]: with worker processes, one round trip per overlay. Each apply makes a fresh starlark.Thread, converts the pod into plain Starlark
 // values (dict, list, string, int, float, bool, None in the JSON shape users know from YAML),
 // runs the script's top level and then overlay(pod) or overlay(pod, ctx), and decodes the
 // result strictly back into a corev1.Pod.

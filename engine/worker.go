@@ -13,8 +13,10 @@ package engine
 //     an *Error wrapping a *LimitError{Limit: "memory"} naming the overlay, and the pool starts
 //     a new worker on demand.
 //   - Steps, time and result size are limited inside the worker as in process; the parent also
-//     kills a worker that has not answered within the time limit plus one second (one step
-//     that runs long, such as a huge sort), and a worker whose caller's context ends.
+//     kills a worker that has not answered a pod within the time limit plus one second (one
+//     step that runs long, such as a huge sort), and a worker whose caller's context ends.
+//   - A worker answers each pod of a batch as soon as it is done, so a pod that kills its
+//     worker gets the limit's error, and the pods after it go on in another worker.
 //   - Errors cross the process boundary with the same text, position, backtrace, field paths
 //     and *LimitError; their other causes become plain errors with the same message.
 //
@@ -527,8 +529,8 @@ func recordLoads(name string, src []byte, loader Loader) []wireLoad {
 // with the ctx envs[i] for pods[i] when envs is not nil and env for every pod otherwise. It
 // returns the answers of the pods the worker answered, in order. If the worker died while it
 // applied the overlay to the pod after them, err is that pod's *Error (a *LimitError for a
-// memory or time limit) and died is true: the pods after it were not tried. Otherwise err is
-// an *Error for every pod not answered.
+// memory or time limit) and died is true: the pods after it were not tried and may go to
+// another worker. Otherwise err is an *Error for every pod not answered.
 func (o *Overlay) callWorker(ctx context.Context, pods []wirePod, env *Env, envs []*Env) (results []*wireResult, died bool, err error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -573,7 +575,9 @@ func (o *Overlay) callWorker(ctx context.Context, pods []wirePod, env *Env, envs
 	case failMemory:
 		return results, true, &Error{Overlay: o.name, Err: &LimitError{Limit: "memory", Value: FormatSize(r.limit)}}
 	default:
-		return results, true, &Error{Overlay: o.name, Err: err}
+		// A worker that failed before its first answer may be broken: trying the other
+		// pods in another would fail as often.
+		return results, len(results) > 0, &Error{Overlay: o.name, Err: err}
 	}
 	if resp.Err != nil {
 		return nil, false, resp.Err.error()
