@@ -14,9 +14,13 @@ import (
 	"github.com/starpod/starpod/scheduler"
 )
 
-// TestMain lets the test binary serve as its own overlay worker.
+// TestMain lets the test binary serve as its own overlay worker, and as a child of
+// TestDeterminismAcrossProcesses.
 func TestMain(m *testing.M) {
 	engine.ServeWorkerIfRequested()
+	if os.Getenv(determinismEnv) != "" {
+		os.Exit(determinismChild())
+	}
 	os.Exit(m.Run())
 }
 
