@@ -1,7 +1,6 @@
 package scheduler_test
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/scheduler"
 )
 
@@ -37,83 +37,27 @@ func TestBuild(t *testing.T) {
 }
 
 func testBuild(t *testing.T, file string) {
-	ar, err := txtar.ParseFile(file)
+	c, err := loadBuildCase(file, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	var options string
-	wantName, want := "", ""
-	for _, f := range ar.Files {
-		switch f.Name {
-		case "options":
-			options = string(f.Data)
-			continue
-		case "want.yaml", "want.json", "want.err":
-			wantName, want = f.Name, string(f.Data)
-			continue
-		}
-		path := filepath.Join(dir, f.Name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, f.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	got, failed := c.result(engine.Options{})
+	if failed && c.wantName != "want.err" {
+		t.Errorf("unexpected error:\n%s", got)
+		return
 	}
-	if wantName == "" {
-		t.Fatal("no want.yaml, want.json or want.err")
-	}
-
-	var cfgs []string
-	opts := scheduler.BuildOptions{OverlayArgs: map[string]string{}}
-	format := "yaml"
-	sc := bufio.NewScanner(strings.NewReader(options))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, ": ")
-		if !ok {
-			t.Fatalf("options: bad line %q", line)
-		}
-		switch k {
-		case "app-id":
-			opts.AppID = v
-		case "cfg":
-			cfgs = append(cfgs, v)
-		case "overlay":
-			opts.Overlays = append(opts.Overlays, filepath.Join(dir, v))
-		case "overlay-arg":
-			ak, av, _ := strings.Cut(v, "=")
-			opts.OverlayArgs[ak] = av
-		case "output":
-			format = v
-		default:
-			t.Fatalf("options: unknown key %q", k)
-		}
-	}
-	cfg, err := scheduler.ParseConfig(cfgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	got, err := build(filepath.Join(dir, "app.yaml"), cfg, opts, format)
-	if err != nil {
-		got = strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "") + "\n"
-		if wantName != "want.err" {
-			t.Errorf("unexpected error:\n%s", got)
-			return
-		}
-	} else if wantName == "want.err" {
-		t.Errorf("got no error, want:\n%s", want)
+	if !failed && c.wantName == "want.err" {
+		t.Errorf("got no error, want:\n%s", c.want)
 		return
 	}
 
 	if *update {
+		ar, err := txtar.ParseFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i := range ar.Files {
-			if ar.Files[i].Name == wantName {
+			if ar.Files[i].Name == c.wantName {
 				ar.Files[i].Data = []byte(got)
 			}
 		}
@@ -122,8 +66,8 @@ func testBuild(t *testing.T, file string) {
 		}
 		return
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", wantName, diff)
+	if diff := cmp.Diff(c.want, got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", c.wantName, diff)
 	}
 }
 

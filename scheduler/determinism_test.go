@@ -37,12 +37,13 @@ var determinismProcs = []int{1, 2, 8}
 
 // A buildCase is one golden case of testdata/build, its files written to dir.
 type buildCase struct {
-	name   string
-	dir    string
-	cfg    scheduler.Config
-	opts   scheduler.BuildOptions
-	format string
-	want   string // the printed job, or the error text
+	name     string
+	dir      string
+	cfg      scheduler.Config
+	opts     scheduler.BuildOptions
+	format   string
+	wantName string // want.yaml, want.json or want.err
+	want     string // the printed job, or the error text
 }
 
 // loadBuildCases writes each testdata/build/*.txtar case into its own directory under dir
@@ -81,7 +82,7 @@ func loadBuildCase(file, dir string) (*buildCase, error) {
 			options = string(f.Data)
 			continue
 		case "want.yaml", "want.json", "want.err":
-			c.want, haveWant = string(f.Data), true
+			c.wantName, c.want, haveWant = f.Name, string(f.Data), true
 			continue
 		}
 		path := filepath.Join(dir, f.Name)
@@ -132,13 +133,20 @@ func loadBuildCase(file, dir string) (*buildCase, error) {
 // run builds and prints the case with eopts; an error gives its text, without the case's
 // directory, as in the golden want.err.
 func (c *buildCase) run(eopts engine.Options) string {
+	got, _ := c.result(eopts)
+	return got
+}
+
+// result builds and prints the case with eopts, and reports whether the build failed; the
+// output is then the error's text, as run gives it.
+func (c *buildCase) result(eopts engine.Options) (string, bool) {
 	opts := c.opts
 	opts.Engine = eopts
 	got, err := build(filepath.Join(c.dir, "app.yaml"), c.cfg, opts, c.format)
 	if err != nil {
-		return strings.ReplaceAll(err.Error(), c.dir+string(filepath.Separator), "") + "\n"
+		return strings.ReplaceAll(err.Error(), c.dir+string(filepath.Separator), "") + "\n", true
 	}
-	return got
+	return got, false
 }
 
 // sha256Hex returns the SHA-256 of s in hex.
