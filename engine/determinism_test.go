@@ -5,12 +5,10 @@ package engine_test
 // byte-identical result per example.
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -105,10 +103,6 @@ func determinismChild() int {
 }
 
 func TestDeterminismAcrossProcesses(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cases, err := loadExamples()
 	if err != nil {
 		t.Fatal(err)
@@ -116,22 +110,8 @@ func TestDeterminismAcrossProcesses(t *testing.T) {
 	if len(cases) < 5 {
 		t.Fatalf("found %d pod examples, want at least 5", len(cases))
 	}
-	var outs [2][]byte
-	for i := range outs {
-		cmd := exec.Command(exe)
-		cmd.Env = append(os.Environ(), determinismEnv+"=1")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("process %d: %v\n%s", i+1, err, stderr.String())
-		}
-		outs[i] = out
-	}
-	if !bytes.Equal(outs[0], outs[1]) {
-		t.Fatalf("the two processes disagree:\n%s\n---\n%s", outs[0], outs[1])
-	}
-	lines := strings.Split(strings.TrimSpace(string(outs[0])), "\n")
+	out := exampletest.SameInTwoProcesses(t, determinismEnv)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var names []string
 	for _, line := range lines {
 		name, sum, _ := strings.Cut(line, " ")

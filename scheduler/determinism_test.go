@@ -8,11 +8,9 @@ package scheduler_test
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -24,6 +22,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/exampletest"
 	"github.com/starpod/starpod/scheduler"
 )
 
@@ -217,10 +216,6 @@ func determinismChild() int {
 // output, its golden output, however often, with whatever GOMAXPROCS, isolation and
 // concurrency it is built, in two processes.
 func TestDeterminismAcrossProcesses(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cases, err := loadBuildCases(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -228,23 +223,9 @@ func TestDeterminismAcrossProcesses(t *testing.T) {
 	if len(cases) < 5 {
 		t.Fatalf("found %d golden cases, want at least 5", len(cases))
 	}
-	var outs [2][]byte
-	for i := range outs {
-		cmd := exec.Command(exe)
-		cmd.Env = append(os.Environ(), determinismEnv+"=1")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("process %d: %v\n%s", i+1, err, stderr.String())
-		}
-		outs[i] = out
-	}
-	if !bytes.Equal(outs[0], outs[1]) {
-		t.Fatalf("the two processes disagree:\n%s\n---\n%s", outs[0], outs[1])
-	}
+	out := exampletest.SameInTwoProcesses(t, determinismEnv)
 	got := make(map[string]string)
-	for _, line := range strings.Split(strings.TrimSpace(string(outs[0])), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		name, sum, _ := strings.Cut(line, " ")
 		got[name] = sum
 	}
