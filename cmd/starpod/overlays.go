@@ -28,6 +28,7 @@ type overlayFlags struct {
 	maxSteps uint64
 	timeout  time.Duration
 	memory   string // --max-memory
+	isolate  string // --isolation
 }
 
 // register adds the flags to fs. withScripts says whether --overlay-script is one of them.
@@ -40,6 +41,7 @@ func (f *overlayFlags) register(fs *pflag.FlagSet, withScripts bool) {
 	fs.Uint64Var(&f.maxSteps, "max-steps", engine.DefaultMaxSteps, "execution steps allowed per overlay apply")
 	fs.DurationVar(&f.timeout, "timeout", engine.DefaultTimeout, "wall time allowed per overlay apply")
 	fs.StringVar(&f.memory, "max-memory", "512Mi", "memory `SIZE` allowed to the worker process that runs overlays (e.g. 256Mi, 1Gi)")
+	fs.StringVar(&f.isolate, "isolation", "worker", "where overlays run: worker (isolated processes with --max-memory) or none (in this process, faster, with no memory limit: for trusted overlays only)")
 }
 
 // overlayArgs parses --overlay-arg values.
@@ -75,16 +77,24 @@ func (f *overlayFlags) options(a *app, file string) (*engine.Options, error) {
 	if root == "" {
 		root = filepath.Dir(file)
 	}
-	return &engine.Options{
+	opts := &engine.Options{
 		MaxSteps: f.maxSteps,
 		Timeout:  f.timeout,
 		Loader:   engine.DirLoader(root),
 		Print:    a.printer(),
+	}
+	switch f.isolate {
+	case "worker", "":
 		// Overlays run in worker processes, so that no script can exhaust this one's memory.
-		Isolation: engine.WorkerProcess,
-		MaxMemory: memory.Value(),
-		Workers:   workerPool(),
-	}, nil
+		opts.Isolation = engine.WorkerProcess
+		opts.MaxMemory = memory.Value()
+		opts.Workers = workerPool()
+	case "none":
+		opts.Isolation = engine.InProcess
+	default:
+		return nil, usagef("--isolation: got %q, want worker or none", f.isolate)
+	}
+	return opts, nil
 }
 
 // printer returns the sink for print(): standard error, one line per call.
