@@ -16,8 +16,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 )
 
 // A Document is one manifest of a stream.
@@ -163,15 +161,11 @@ func (r *Reader) nextYAML() (*Document, error) {
 			continue
 		}
 		d := &Document{File: r.file, Index: r.index, Line: start, Raw: buf.Bytes()}
-		j, err := yaml.YAMLToJSONStrict(d.Raw)
+		obj, err := yamlToUntyped(d.Raw)
 		if err != nil {
 			return nil, r.yamlError(start, err)
 		}
-		dec := json.NewDecoder(bytes.NewReader(j))
-		dec.UseNumber()
-		if err := dec.Decode(&d.Object); err != nil {
-			return nil, &Error{File: r.file, Line: start, Err: err}
-		}
+		d.Object = obj
 		if d.Object == nil {
 			if !sawSep {
 				return nil, io.EOF
