@@ -26,6 +26,9 @@ func MarshalYAML(obj any) ([]byte, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("error converting JSON to YAML: %v", err)
 	}
+	if out, ok := emitYAML(make([]byte, 0, 2*len(data)), v); ok {
+		return out, nil
+	}
 	return goyaml.Marshal(yamlNumbers(v))
 }
 

@@ -1,0 +1,296 @@
+package stream
+
+// This file defines emitYAML, which writes untyped JSON data as YAML text byte for byte as
+// go.yaml.in/yaml/v2 does, for the data whose text does not depend on details of that
+// emitter (long lines folded, multi-line and non-ASCII strings, floats): the caller falls
+// back to the YAML library for the rest.
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+
+	goyaml "go.yaml.in/yaml/v2"
+)
+
+const (
+	yamlWidth  = 80  // the YAML library's line width: it folds lines at spaces beyond it
+	maxKeyText = 120 // keys longer than this may stop being simple keys
+)
+
+// emitYAML appends the YAML text of v (map[string]any, []any, string, json.Number, bool or
+// nil) to buf. It reports false when v holds something whose text it cannot be sure of.
+func emitYAML(buf []byte, v any) ([]byte, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 {
+			return append(buf, "{}\n"...), true
+		}
+		return emitMap(buf, x, 0, false)
+	case []any:
+		if len(x) == 0 {
+			return append(buf, "[]\n"...), true
+		}
+		return emitSeq(buf, x, 0, false)
+	}
+	return buf, false
+}
+
+// emitMap appends a block mapping whose keys are at column indent. When inline is set, the
+// first key goes on the current line, which is already at that column.
+func emitMap(buf []byte, m map[string]any, indent int, inline bool) ([]byte, bool) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareKeys)
+	for i, k := range keys {
+		if i > 0 || !inline {
+			buf = appendSpaces(buf, indent)
+		}
+		kt, ok := scalarText(k, indent)
+		if !ok || len(kt) > maxKeyText {
+			return buf, false
+		}
+		buf = append(buf, kt...)
+		buf = append(buf, ':')
+		switch x := m[k].(type) {
+		case map[string]any:
+			if len(x) == 0 {
+				buf = append(buf, " {}\n"...)
+				continue
+			}
+			buf = append(buf, '\n')
+			if buf, ok = emitMap(buf, x, indent+2, false); !ok {
+				return buf, false
+			}
+		case []any:
+			if len(x) == 0 {
+				buf = append(buf, " []\n"...)
+				continue
+			}
+			buf = append(buf, '\n')
+			if buf, ok = emitSeq(buf, x, indent, false); !ok {
+				return buf, false
+			}
+		default:
+			buf = append(buf, ' ')
+			if buf, ok = emitScalar(buf, x, indent+len(kt)+2); !ok {
+				return buf, false
+			}
+		}
+	}
+	return buf, true
+}
+
+// emitSeq appends a block sequence whose dashes are at column indent. When inline is set,
+// the first item goes on the current line, which is already at that column.
+func emitSeq(buf []byte, s []any, indent int, inline bool) ([]byte, bool) {
+	ok := true
+	for i, item := range s {
+		if i > 0 || !inline {
+			buf = appendSpaces(buf, indent)
+		}
+		buf = append(buf, "- "...)
+		switch x := item.(type) {
+		case map[string]any:
+			if len(x) == 0 {
+				buf = append(buf, "{}\n"...)
+				continue
+			}
+			buf, ok = emitMap(buf, x, indent+2, true)
+		case []any:
+			if len(x) == 0 {
+				buf = append(buf, "[]\n"...)
+				continue
+			}
+			buf, ok = emitSeq(buf, x, indent+2, true)
+		default:
+			buf, ok = emitScalar(buf, x, indent+2)
+		}
+		if !ok {
+			return buf, false
+		}
+	}
+	return buf, true
+}
+
+// emitScalar appends a scalar that starts at column col, and a newline.
+func emitScalar(buf []byte, v any, col int) ([]byte, bool) {
+	switch x := v.(type) {
+	case string:
+		t, ok := scalarText(x, col)
+		if !ok {
+			return buf, false
+		}
+		buf = append(buf, t...)
+	case json.Number:
+		s := string(x)
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			buf = strconv.AppendInt(buf, i, 10)
+		} else if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+			buf = strconv.AppendUint(buf, u, 10)
+		} else {
+			return buf, false // a float
+		}
+	case bool:
+		buf = strconv.AppendBool(buf, x)
+	case nil:
+		buf = append(buf, "null"...)
+	default:
+		return buf, false
+	}
+	return append(buf, '\n'), true
+}
+
+// scalarText returns the text of the string s as a scalar that starts at column col.
+func scalarText(s string, col int) (string, bool) {
+	if isPlain(s) {
+		return s, true
+	}
+	t, ok := quotedText(s)
+	if !ok || strings.IndexByte(s, ' ') >= 0 && col+len(t) > yamlWidth {
+		return "", false // the YAML library might fold it
+	}
+	return t, true
+}
+
+// isPlain reports whether the YAML library writes s as it is: s starts with a letter, has
+// only letters, digits and . _ / - = and colons not at its end, and is not a word such as
+// "yes" that reads as something other than a string.
+func isPlain(s string) bool {
+	if len(s) == 0 {
+		return false
+	}
+	switch c := s[0]; {
+	case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		if len(s) <= 5 && strings.IndexByte("yYnNtTfFoO", c) >= 0 {
+			return false
+		}
+	default:
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.', c == '_', c == '/', c == '-', c == '=':
+		case c == ':' && i < len(s)-1:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// quoted caches the text the YAML library gives single-line printable ASCII strings that
+// are not plain: quoted, or plain with spaces or other characters.
+var quoted struct {
+	sync.Mutex
+	m map[string]string
+}
+
+const (
+	maxQuoted    = 4096 // strings quoted holds at most
+	maxQuotedLen = 256  // length of the longest string quoted holds
+)
+
+// quotedText returns the text the YAML library gives the string s when s is alone on a
+// line, if s is printable ASCII and that text is one line.
+func quotedText(s string) (string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return "", false
+		}
+	}
+	quoted.Lock()
+	t, ok := quoted.m[s]
+	quoted.Unlock()
+	if ok {
+		return t, t != ""
+	}
+	data, err := goyaml.Marshal(s)
+	if err != nil {
+		return "", false
+	}
+	t = strings.TrimSuffix(string(data), "\n")
+	if strings.IndexByte(t, '\n') >= 0 {
+		t = "" // never a valid text: the empty string is written ""
+	}
+	if len(s) <= maxQuotedLen {
+		quoted.Lock()
+		if quoted.m == nil {
+			quoted.m = make(map[string]string)
+		}
+		if len(quoted.m) < maxQuoted {
+			quoted.m[s] = t
+		}
+		quoted.Unlock()
+	}
+	return t, t != ""
+}
+
+// appendSpaces appends n spaces to buf.
+func appendSpaces(buf []byte, n int) []byte {
+	for range n {
+		buf = append(buf, ' ')
+	}
+	return buf
+}
+
+// compareKeys orders the keys of a mapping as the YAML library does: letters before other
+// characters, and runs of digits by their numeric value.
+func compareKeys(a, b string) int {
+	if a == b {
+		return 0
+	}
+	if keyLess(a, b) {
+		return -1
+	}
+	return 1
+}
+
+// keyLess is the order of string keys of go.yaml.in/yaml/v2's sorter.
+func keyLess(a, b string) bool {
+	ar, br := []rune(a), []rune(b)
+	for i := 0; i < len(ar) && i < len(br); i++ {
+		if ar[i] == br[i] {
+			continue
+		}
+		al := unicode.IsLetter(ar[i])
+		bl := unicode.IsLetter(br[i])
+		if al && bl {
+			return ar[i] < br[i]
+		}
+		if al || bl {
+			return bl
+		}
+		var ai, bi int
+		var an, bn int64
+		if ar[i] == '0' || br[i] == '0' {
+			for j := i - 1; j >= 0 && unicode.IsDigit(ar[j]); j-- {
+				if ar[j] != '0' {
+					an = 1
+					bn = 1
+					break
+				}
+			}
+		}
+		for ai = i; ai < len(ar) && unicode.IsDigit(ar[ai]); ai++ {
+			an = an*10 + int64(ar[ai]-'0')
+		}
+		for bi = i; bi < len(br) && unicode.IsDigit(br[bi]); bi++ {
+			bn = bn*10 + int64(br[bi]-'0')
+		}
+		if an != bn {
+			return an < bn
+		}
+		if ai != bi {
+			return ai < bi
+		}
+		return ar[i] < br[i]
+	}
+	return len(ar) < len(br)
+}

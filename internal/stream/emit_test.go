@@ -1,0 +1,101 @@
+package stream
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	goyaml "go.yaml.in/yaml/v2"
+)
+
+// randomString returns a string of pieces that YAML treats specially, or a long one.
+func randomString(r *rand.Rand) string {
+	pieces := []string{"a", "Z", "y", "n", "o", "true", "null", "~", "0", "1", "9", "10", "0x", "e3",
+		".", "-", "--", "---", "_", "/", "=", ":", ": ", " ", "  ", "#", " #", "'", "\"", "\\", ",",
+		"[", "]", "{", "}", "&", "*", "!", "|", ">", "%", "@", "`", "?", "+", "<<", "é", "\t", "\n",
+		"2001-12-14", "1:20", "image.example.com/x:1.2", "word", "--flag=value"}
+	if r.IntN(20) == 0 {
+		return strings.Repeat("word ", 5+r.IntN(30))
+	}
+	var b strings.Builder
+	for range r.IntN(5) {
+		b.WriteString(pieces[r.IntN(len(pieces))])
+	}
+	return b.String()
+}
+
+// randomValue returns untyped JSON data of at most depth levels.
+func randomValue(r *rand.Rand, depth int) any {
+	n := r.IntN(10)
+	if depth == 0 {
+		n = 4 + r.IntN(6)
+	}
+	switch n {
+	case 0, 1:
+		m := map[string]any{}
+		for range r.IntN(5) {
+			m[randomString(r)] = randomValue(r, depth-1)
+		}
+		return m
+	case 2, 3:
+		s := []any{}
+		for range r.IntN(4) {
+			s = append(s, randomValue(r, depth-1))
+		}
+		return s
+	case 4:
+		return json.Number([]string{"0", "-3", "42", "9223372036854775808", "1.5", "1e21", "-0"}[r.IntN(7)])
+	case 5:
+		return r.IntN(2) == 0
+	case 6:
+		return nil
+	default:
+		return randomString(r)
+	}
+}
+
+// TestEmitYAMLSameAsLibrary checks emitYAML against the YAML library on random data, and
+// that it declines little beyond what it must.
+func TestEmitYAMLSameAsLibrary(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	emitted := 0
+	for i := range 20000 {
+		v := map[string]any{"k": randomValue(r, 4)}
+		if i%2 == 0 {
+			v = map[string]any{randomString(r): randomValue(r, 4), "b": []any{randomValue(r, 3), randomValue(r, 3)}}
+		}
+		got, ok := emitYAML(nil, v)
+		if !ok {
+			continue
+		}
+		emitted++
+		want, err := goyaml.Marshal(yamlNumbers(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("emitYAML(%#v):\n%s\nwant:\n%s", v, got, want)
+		}
+	}
+	t.Logf("emitted %d", emitted)
+	if emitted < 5000 {
+		t.Errorf("emitYAML wrote %d of 20000 values, want at least 5000", emitted)
+	}
+}
+
+func TestKeyOrder(t *testing.T) {
+	keys := []string{"a10", "a9", "a", "B", "b", "_x", "1", "10", "2", "a01", "a1", "x-y", "x.y", "xy"}
+	m := map[string]any{}
+	for _, k := range keys {
+		m[k] = json.Number("1")
+	}
+	got, ok := emitYAML(nil, m)
+	want, err := goyaml.Marshal(yamlNumbers(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || string(got) != string(want) {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
