@@ -1,11 +1,13 @@
 package stream
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	goyaml "go.yaml.in/yaml/v2"
 )
 
@@ -97,5 +99,35 @@ func TestKeyOrder(t *testing.T) {
 	}
 	if !ok || string(got) != string(want) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestParseJSONSameAsDecoder checks parseJSON against encoding/json on the text json.Marshal
+// writes of random data.
+func TestParseJSONSameAsDecoder(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 5000 {
+		data, err := json.Marshal(randomValue(r, 4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		var want any
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := parseJSON(data)
+		if !ok {
+			t.Fatalf("parseJSON(%s) failed", data)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("parseJSON(%s): (-want +got)\n%s", data, diff)
+		}
+	}
+	for _, bad := range []string{"", "{", `{"a"}`, `{"a":1,}`, "[1 2]", `"a`, "tru", "[1] "} {
+		if _, ok := parseJSON([]byte(bad)); ok {
+			t.Errorf("parseJSON(%q) succeeded, want failure", bad)
+		}
 	}
 }

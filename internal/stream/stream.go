@@ -64,6 +64,7 @@ type Reader struct {
 	index int
 	json  *json.Decoder // set once the stream is known to be JSON
 	mode  int           // 0 unknown, 1 YAML, 2 JSON
+	size  int           // room to give the next YAML document, from the ones before
 }
 
 // NewReader returns a Reader of the stream r, whose name is file.
@@ -134,18 +135,26 @@ func (r *Reader) nextJSON() (*Document, error) {
 // nextYAML reads lines up to the next "---" separator.
 func (r *Reader) nextYAML() (*Document, error) {
 	for {
-		var buf bytes.Buffer
+		buf := make([]byte, 0, r.size)
 		start := r.line + 1
 		sawSep := false
 		for {
-			line, err := r.r.ReadBytes('\n')
+			line, err := r.r.ReadSlice('\n')
+			if err == bufio.ErrBufferFull { // a line longer than the buffer
+				long := append([]byte(nil), line...)
+				for err == bufio.ErrBufferFull {
+					line, err = r.r.ReadSlice('\n')
+					long = append(long, line...)
+				}
+				line = long
+			}
 			if len(line) > 0 {
 				r.line++
 				if isSeparator(line) {
 					sawSep = true
 					break
 				}
-				buf.Write(line)
+				buf = append(buf, line...)
 			}
 			if err == io.EOF {
 				break
@@ -154,13 +163,14 @@ func (r *Reader) nextYAML() (*Document, error) {
 				return nil, &Error{File: r.file, Line: r.line, Err: err}
 			}
 		}
-		if isBlank(buf.Bytes()) {
+		r.size = min(len(buf)+len(buf)/8, 1<<20)
+		if isBlank(buf) {
 			if !sawSep {
 				return nil, io.EOF
 			}
 			continue
 		}
-		d := &Document{File: r.file, Index: r.index, Line: start, Raw: buf.Bytes()}
+		d := &Document{File: r.file, Index: r.index, Line: start, Raw: buf}
 		obj, err := yamlToUntyped(d.Raw)
 		if err != nil {
 			return nil, r.yamlError(start, err)
@@ -189,7 +199,13 @@ func isSeparator(line []byte) bool {
 
 // isBlank reports whether a document has nothing but spaces and comments.
 func isBlank(doc []byte) bool {
-	for _, line := range bytes.Split(doc, []byte("\n")) {
+	for len(doc) > 0 {
+		line := doc
+		if i := bytes.IndexByte(doc, '\n'); i >= 0 {
+			line, doc = doc[:i], doc[i+1:]
+		} else {
+			doc = nil
+		}
 		t := bytes.TrimSpace(line)
 		if len(t) > 0 && t[0] != '#' {
 			return false

@@ -136,3 +136,22 @@ func FuzzReader(f *testing.F) {
 		t.Fatal("too many documents")
 	})
 }
+
+// TestLongLines checks lines longer than the reader's buffer, a separator among them.
+func TestLongLines(t *testing.T) {
+	long := strings.Repeat("x", 200<<10)
+	text := "a: " + long + "\n---" + strings.Repeat(" ", 100<<10) + "\nb: 1\n---\n# " + long + "\n"
+	docs, err := readAll(t, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 2 {
+		t.Fatalf("got %d documents, want 2", len(docs))
+	}
+	if got := docs[0].Object.(map[string]any)["a"]; got != long {
+		t.Errorf("a: got %d bytes, want %d", len(got.(string)), len(long))
+	}
+	if docs[1].Line != 3 {
+		t.Errorf("second document: got line %d, want 3", docs[1].Line)
+	}
+}

@@ -20,14 +20,18 @@ func MarshalYAML(obj any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("error converting JSON to YAML: %v", err)
+	v, ok := parseJSON(data)
+	if ok {
+		if out, ok := emitYAML(make([]byte, 0, len(data)+len(data)/2), v); ok {
+			return out, nil
+		}
 	}
-	if out, ok := emitYAML(make([]byte, 0, 2*len(data)), v); ok {
-		return out, nil
+	if !ok {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("error converting JSON to YAML: %v", err)
+		}
 	}
 	return goyaml.Marshal(yamlNumbers(v))
 }
