@@ -134,7 +134,7 @@ func (p *pipeline) run(files []string, jobs int, w io.Writer) error {
 	go func() {
 		defer close(order)
 		defer close(work)
-		p.read(ctx, files, work, order)
+		p.read(ctx, files, jobs, work, order)
 	}()
 	for range jobs {
 		go func() {
@@ -167,7 +167,7 @@ func (p *pipeline) run(files []string, jobs int, w io.Writer) error {
 
 // read reads the documents of files in batches and sends each batch to work (when it has
 // documents) and to order.
-func (p *pipeline) read(ctx context.Context, files []string, work, order chan<- *batch) {
+func (p *pipeline) read(ctx context.Context, files []string, jobs int, work, order chan<- *batch) {
 	send := func(b *batch) bool {
 		if len(b.docs) > 0 {
 			select {
@@ -190,6 +190,11 @@ func (p *pipeline) read(ctx context.Context, files []string, work, order chan<- 
 	for _, file := range files {
 		ok := true
 		err := p.readFile(file, func(doc *stream.Document) bool {
+			if jobs == 1 {
+				// With one applier, parsing here keeps two goroutines busy; with more,
+				// the appliers parse, so that reading is not a serial bottleneck.
+				doc.Parse() // an error waits for the applier, which parses again
+			}
 			b.docs = append(b.docs, doc)
 			if len(b.docs) < batchSize {
 				return true
@@ -226,7 +231,7 @@ func (p *pipeline) readFile(file string, yield func(*stream.Document) bool) erro
 	}
 	sr := stream.NewReader(name, r)
 	for {
-		doc, err := sr.Next()
+		doc, err := sr.NextText() // parsed by apply, in parallel
 		if err == io.EOF {
 			return nil
 		}
@@ -239,33 +244,43 @@ func (p *pipeline) readFile(file string, yield func(*stream.Document) bool) erro
 	}
 }
 
-// apply applies the chain to the pods of b and encodes every document, up to the first
-// document that fails, whose error goes before any error of reading.
+// apply parses the documents of b, applies the chain to their pods and encodes every
+// document, up to the first document that fails, whose error goes before any error of
+// reading.
 func (p *pipeline) apply(ctx context.Context, b *batch) {
 	var pods []*corev1.Pod
-	var podDocs []int // the index in b.docs of each pod
-	n := len(b.docs)  // the documents before the first failure
+	var podDocs []int                                // the index in docs of each pod
+	docs := make([]*stream.Document, 0, len(b.docs)) // the documents with content before the first failure
 	var docErr error
-	for i, doc := range b.docs {
-		if !isPod(doc) {
-			continue
-		}
-		pod, err := decodePod(doc)
+	for _, doc := range b.docs {
+		ok, err := doc.Parse()
 		if err != nil {
-			n, docErr = i, err
+			docErr = err
 			break
 		}
-		pods = append(pods, pod)
-		podDocs = append(podDocs, i)
+		if !ok {
+			continue // nothing but null
+		}
+		if isPod(doc) {
+			pod, err := decodePod(doc)
+			if err != nil {
+				docErr = err
+				break
+			}
+			pods = append(pods, pod)
+			podDocs = append(podDocs, len(docs))
+		}
+		docs = append(docs, doc)
 	}
 	results, failed, err := p.applyPods(ctx, pods)
 	if err != nil {
-		n = podDocs[failed]
-		docErr = docError(b.docs[n], pods[failed], err)
+		n := podDocs[failed]
+		docErr = docError(docs[n], pods[failed], err)
+		docs = docs[:n]
 	}
-	b.out = make([][]byte, 0, n)
+	b.out = make([][]byte, 0, len(docs))
 	k := 0
-	for _, doc := range b.docs[:n] {
+	for _, doc := range docs {
 		var data []byte
 		var err error
 		if isPod(doc) {

@@ -26,7 +26,10 @@ type Document struct {
 	Raw   []byte // the document's text as it appeared in the stream
 	JSON  bool   // whether the document was JSON
 	// Object is the document's content: map[string]any, []any, string, json.Number, bool or nil.
+	// It is nil until [Document.Parse] for documents from [Reader.NextText].
 	Object any
+
+	parsed bool // whether Object is set
 }
 
 // Kind returns the document's apiVersion and kind, or empty strings.
@@ -60,8 +63,9 @@ func (e *Error) Unwrap() error { return e.Err }
 type Reader struct {
 	file  string
 	r     *bufio.Reader
-	line  int // lines consumed so far
-	index int
+	line  int           // lines consumed so far
+	index int           // documents Next returned
+	texts int           // documents NextText returned
 	json  *json.Decoder // set once the stream is known to be JSON
 	mode  int           // 0 unknown, 1 YAML, 2 JSON
 	size  int           // room to give the next YAML document, from the ones before
@@ -74,6 +78,28 @@ func NewReader(file string, r io.Reader) *Reader {
 
 // Next returns the next non-empty document, or io.EOF at the end of the stream.
 func (r *Reader) Next() (*Document, error) {
+	for {
+		d, err := r.NextText()
+		if err != nil {
+			return nil, err
+		}
+		ok, err := d.Parse()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			d.Index = r.index
+			r.index++
+			return d, nil
+		}
+	}
+}
+
+// NextText returns the next document of the stream, or io.EOF at its end, leaving the
+// parsing of YAML documents to [Document.Parse], which may run on another goroutine. It
+// skips documents that are blank or only comments, but not those that parse to nothing,
+// such as "null": Parse reports those. Index counts the documents NextText returns.
+func (r *Reader) NextText() (*Document, error) {
 	if r.mode == 0 {
 		r.mode = 1
 		if isJSON(r.r) {
@@ -122,17 +148,17 @@ func (r *Reader) nextJSON() (*Document, error) {
 		}
 		return nil, &Error{File: r.file, Line: 0, Err: fmt.Errorf("invalid JSON after byte %d: %v", start, err)}
 	}
-	d := &Document{File: r.file, Index: r.index, Line: 1, Raw: raw, JSON: true}
+	d := &Document{File: r.file, Index: r.texts, Line: 1, Raw: raw, JSON: true, parsed: true}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&d.Object); err != nil {
 		return nil, &Error{File: r.file, Line: 1, Err: err}
 	}
-	r.index++
+	r.texts++
 	return d, nil
 }
 
-// nextYAML reads lines up to the next "---" separator.
+// nextYAML reads lines up to the next "---" separator and returns them unparsed.
 func (r *Reader) nextYAML() (*Document, error) {
 	for {
 		buf := make([]byte, 0, r.size)
@@ -170,21 +196,23 @@ func (r *Reader) nextYAML() (*Document, error) {
 			}
 			continue
 		}
-		d := &Document{File: r.file, Index: r.index, Line: start, Raw: buf}
-		obj, err := yamlToUntyped(d.Raw)
-		if err != nil {
-			return nil, r.yamlError(start, err)
-		}
-		d.Object = obj
-		if d.Object == nil {
-			if !sawSep {
-				return nil, io.EOF
-			}
-			continue // a document of only comments
-		}
-		r.index++
+		d := &Document{File: r.file, Index: r.texts, Line: start, Raw: buf}
+		r.texts++
 		return d, nil
 	}
+}
+
+// Parse parses a document from [Reader.NextText], if it is not parsed yet, and sets its
+// Object. It reports false for a YAML document with no content, which [Reader.Next] skips.
+func (d *Document) Parse() (bool, error) {
+	if !d.parsed {
+		obj, err := yamlToUntyped(d.Raw)
+		if err != nil {
+			return false, yamlError(d.File, d.Line, err)
+		}
+		d.Object, d.parsed = obj, true
+	}
+	return d.JSON || d.Object != nil, nil
 }
 
 // isSeparator reports whether line is a YAML document separator: "---", optionally followed
@@ -218,9 +246,9 @@ var yamlLine = regexp.MustCompile(`line (\d+)(?::(\d+))?: `)
 
 // yamlError turns the YAML parser's error, whose lines count from the document's start, into
 // an error with the file's line.
-func (r *Reader) yamlError(start int, err error) error {
+func yamlError(file string, start int, err error) error {
 	msg := err.Error()
-	e := &Error{File: r.file, Line: start}
+	e := &Error{File: file, Line: start}
 	if m := yamlLine.FindStringSubmatchIndex(msg); m != nil {
 		n, _ := strconv.Atoi(msg[m[2]:m[3]])
 		e.Line = start + n - 1

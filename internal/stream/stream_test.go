@@ -2,6 +2,7 @@ package stream
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -153,5 +154,38 @@ func TestLongLines(t *testing.T) {
 	}
 	if docs[1].Line != 3 {
 		t.Errorf("second document: got line %d, want 3", docs[1].Line)
+	}
+}
+
+// TestNextText checks that NextText leaves parsing to Parse, which reports empty documents
+// and errors with the file's line.
+func TestNextText(t *testing.T) {
+	r := NewReader("in.yaml", strings.NewReader("a: 1\n---\nnull\n---\n# c\n---\nb: [1\n"))
+	var got []string
+	for {
+		d, err := r.NextText()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, err := d.Parse()
+		switch {
+		case err != nil:
+			got = append(got, fmt.Sprintf("%d: %v", d.Index, err))
+		case !ok:
+			got = append(got, fmt.Sprintf("%d: line %d empty", d.Index, d.Line))
+		default:
+			got = append(got, fmt.Sprintf("%d: line %d %v", d.Index, d.Line, d.Object))
+		}
+	}
+	want := []string{
+		"0: line 1 map[a:1]",
+		"1: line 3 empty",
+		"2: in.yaml:7: yaml: did not find expected ',' or ']'",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
 	}
 }
