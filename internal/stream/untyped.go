@@ -27,7 +27,7 @@ func yamlToUntyped(doc []byte) (any, error) {
 }
 
 // jsonable converts a value of the YAML parser to untyped JSON data: map keys become
-// strings, numbers json.Number and strings valid UTF-8.
+// strings, numbers json.Number and strings valid UTF-8. It may reuse parts of v.
 func jsonable(v any) (any, error) {
 	switch v := v.(type) {
 	case map[any]any:
@@ -42,15 +42,14 @@ func jsonable(v any) (any, error) {
 			}
 		}
 		return m, nil
-	case []any:
-		s := make([]any, len(v))
+	case []any: // the parser's own slice, converted in place
 		for i, x := range v {
 			var err error
-			if s[i], err = jsonable(x); err != nil {
+			if v[i], err = jsonable(x); err != nil {
 				return nil, err
 			}
 		}
-		return s, nil
+		return v, nil
 	case string:
 		return validUTF8(v), nil
 	case int:

@@ -41,6 +41,7 @@ var untypedCases = []string{
 	"s: \"\\xff\\u00e9 <&>\"\nt: !!binary aGVsbG8=\nu: 2001-12-14t21:59:43.10-05:00\nv: 2002-12-14\n",
 	"base: &b {x: 1, y: [1, 2]}\nderived:\n  <<: *b\n  z: 3\n",
 	"list:\n- a\n- [1, 2.0, null]\n- {k: v}\n",
+	"e: []\nf: {}\ng: [[], {}]\n",
 	"a: [1, 2\n",
 	"a:\n  b: 1\n   c: 2\n",
 	"- 1\n- two\n",
