@@ -45,3 +45,20 @@ func TestMarshalYAML(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMarshalYAML measures MarshalYAML on the training pod.
+func BenchmarkMarshalYAML(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "pods", "training.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pod := new(corev1.Pod)
+	if err := yaml.UnmarshalStrict(data, pod); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := MarshalYAML(pod); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
