@@ -89,6 +89,17 @@ func isRunOption(k string) bool {
 	return false
 }
 
+// connectTo parses the handle argument arg (a bad one is bad usage) and connects to the
+// cluster the flags select.
+func (f *clusterFlags) connectTo(arg string) (cluster.Handle, *cluster.Client, error) {
+	h, err := handleArg(arg)
+	if err != nil {
+		return h, nil, err
+	}
+	c, err := f.connect()
+	return h, c, err
+}
+
 // handleArg parses a handle argument; a bad one is bad usage.
 func handleArg(s string) (cluster.Handle, error) {
 	h, err := cluster.ParseHandle(s)
@@ -157,11 +168,7 @@ Terminated and Failed are FAILED; a job with no status yet is UNKNOWN.`,
 			if err := checkOutput(output, "", "json"); err != nil {
 				return err
 			}
-			h, err := handleArg(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := f.connect()
+			h, c, err := f.connectTo(args[0])
 			if err != nil {
 				return err
 			}
@@ -207,11 +214,7 @@ and shows it with the job's labels and the app's status, as YAML (or JSON).`,
 			if err := checkOutput(output, "yaml", "json"); err != nil {
 				return err
 			}
-			h, err := handleArg(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := f.connect()
+			h, c, err := f.connectTo(args[0])
 			if err != nil {
 				return err
 			}
@@ -385,11 +388,7 @@ already changes nothing and succeeds.`,
 		Example: `  starpod cancel kubernetes://ml/llama-ft-x7k2`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := handleArg(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := f.connect()
+			h, c, err := f.connectTo(args[0])
 			if err != nil {
 				return err
 			}
@@ -428,11 +427,7 @@ stops an app and keeps its job.`,
 		Example: `  starpod delete kubernetes://ml/llama-ft-x7k2`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			h, err := handleArg(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := f.connect()
+			h, c, err := f.connectTo(args[0])
 			if err != nil {
 				return err
 			}
