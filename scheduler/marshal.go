@@ -57,9 +57,15 @@ func object(v any) (map[string]any, error) {
 	if err := json.Unmarshal(data, &obj); err != nil {
 		return nil, err
 	}
+	clean(obj)
+	return obj, nil
+}
+
+// clean removes the status of the untyped job obj, its nulls and the objects that become
+// empty by that.
+func clean(obj map[string]any) {
 	delete(obj, "status")
 	prune(obj)
-	return obj, nil
 }
 
 // tasksPlaceholder stands for the tasks in the YAML of a job printed without them.
@@ -77,17 +83,20 @@ const tasksPrefix = "spec:\n  tasks:\n"
 func marshalTasksYAML(job *vcbatch.Job) ([]byte, bool, error) {
 	head := *job
 	head.Spec.Tasks = nil
-	obj, err := object(&head)
+	data, err := json.Marshal(&head)
 	if err != nil {
 		return nil, false, err
 	}
-	spec, ok := obj["spec"].(map[string]any)
-	if !ok {
-		return nil, false, nil
-	}
-	spec["tasks"] = tasksPlaceholder
-	text, err := stream.MarshalYAML(obj)
-	if err != nil {
+	ok := false
+	text, err := stream.JSONToYAML(data, func(v any) {
+		obj, _ := v.(map[string]any)
+		clean(obj)
+		if spec, isMap := obj["spec"].(map[string]any); isMap {
+			spec["tasks"] = tasksPlaceholder
+			ok = true
+		}
+	})
+	if err != nil || !ok {
 		return nil, false, err
 	}
 	line := []byte("\n  tasks: " + tasksPlaceholder + "\n")
@@ -143,12 +152,10 @@ func marshalTaskYAML(task *vcbatch.TaskSpec) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var obj any
-	if err := json.Unmarshal(data, &obj); err != nil {
-		return nil, err
-	}
-	prune(obj)
-	return stream.MarshalYAML(map[string]any{"spec": map[string]any{"tasks": []any{obj}}})
+	const open, close = `{"spec":{"tasks":[`, `]}}`
+	doc := make([]byte, 0, len(open)+len(data)+len(close))
+	doc = append(append(append(doc, open...), data...), close...)
+	return stream.JSONToYAML(doc, func(v any) { prune(v) })
 }
 
 // prune removes nulls from x, and the objects that become empty by that.

@@ -20,18 +20,28 @@ func MarshalYAML(obj any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
 	}
+	return JSONToYAML(data, nil)
+}
+
+// JSONToYAML returns the YAML text of the JSON text data, as MarshalYAML prints it. If edit
+// is not nil, it is called with the untyped value of data (maps, slices, strings, bools,
+// nil and json.Number values, as a json.Decoder with UseNumber gives them) and may change it
+// in place before it is printed; callers that hold the JSON text of a value already save
+// encoding it again.
+func JSONToYAML(data []byte, edit func(v any)) ([]byte, error) {
 	v, ok := parseJSON(data)
-	if ok {
-		if out, ok := emitYAML(make([]byte, 0, len(data)+len(data)/2), v); ok {
-			return out, nil
-		}
-	}
 	if !ok {
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.UseNumber()
 		if err := dec.Decode(&v); err != nil {
 			return nil, fmt.Errorf("error converting JSON to YAML: %v", err)
 		}
+	}
+	if edit != nil {
+		edit(v)
+	}
+	if out, ok := emitYAML(make([]byte, 0, len(data)+len(data)/2), v); ok {
+		return out, nil
 	}
 	return goyaml.Marshal(yamlNumbers(v))
 }
