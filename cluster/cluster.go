@@ -31,10 +31,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	volcano "volcano.sh/apis/pkg/client/clientset/versioned"
 )
 
 // Options selects a cluster and a namespace. The zero value uses the default kubeconfig, its
@@ -66,10 +64,8 @@ type Client struct {
 	name      string // the cluster as errors name it
 	namespace string // the namespace of handles that have none
 
-	vc     volcano.Interface    // ordinary requests, with a timeout
-	kube   kubernetes.Interface // ordinary requests, with a timeout
-	stream kubernetes.Interface // log streams, without a timeout
-	vcw    volcano.Interface    // watches, without a timeout
+	api    *clients // ordinary requests, with a timeout
+	stream *clients // watches and log streams, without a timeout
 }
 
 // Connect loads the cluster configuration that opts select and returns a client for it. It
@@ -112,16 +108,10 @@ func Connect(opts Options) (*Client, error) {
 	}
 
 	c := &Client{name: name, namespace: ns}
-	if c.vc, err = volcano.NewForConfig(cfg); err != nil {
+	if c.api, err = newClients(cfg); err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
-	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", name, err)
-	}
-	if c.stream, err = kubernetes.NewForConfig(streamCfg); err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", name, err)
-	}
-	if c.vcw, err = volcano.NewForConfig(streamCfg); err != nil {
+	if c.stream, err = newClients(streamCfg); err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
 	return c, nil

@@ -52,8 +52,8 @@ func (c *Client) Logs(ctx context.Context, t LogTarget, opts LogOptions, w io.Wr
 		return c.errorf(ns, "logs", err, "job %q", job.Name)
 	}
 	sel := labels.Set{vcbatch.JobNameKey: job.Name}.String()
-	pods, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
+	pods := new(corev1.PodList)
+	if err := c.pods(ns).list(ctx, metav1.ListOptions{LabelSelector: sel}, pods); err != nil {
 		return c.errorf(ns, "list", err, "pods of job %q (%s)", job.Name, sel)
 	}
 	streams, err := logStreams(job, pods.Items, t, opts)
@@ -88,7 +88,7 @@ func (c *Client) Logs(ctx context.Context, t LogTarget, opts LogOptions, w io.Wr
 		wg.Go(func() {
 			o := podOpts
 			o.Container = s.container
-			rc, err := c.stream.CoreV1().Pods(ns).GetLogs(s.pod, &o).Stream(ctx)
+			rc, err := c.podLogs(ctx, ns, s.pod, &o)
 			if err == nil {
 				err = p.copy(s.prefix, rc, opts.Regex)
 				rc.Close()

@@ -48,8 +48,8 @@ func (c *Client) Submit(ctx context.Context, job *vcbatch.Job, opts SubmitOption
 	if opts.DryRun {
 		create.DryRun = []string{metav1.DryRunAll}
 	}
-	got, err := c.vc.BatchV1alpha1().Jobs(job.Namespace).Create(ctx, job, create)
-	if err != nil {
+	got := new(vcbatch.Job)
+	if err := c.jobs(job.Namespace).create(ctx, job, create, got); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			err = &existsError{AlreadyExistsError{Handle{job.Namespace, job.Name}}, err}
 		}
@@ -83,8 +83,8 @@ func (c *Client) Resolve(h Handle) Handle {
 // Get returns the Volcano Job of the app h names.
 func (c *Client) Get(ctx context.Context, h Handle) (*vcbatch.Job, error) {
 	ns := c.namespaceOf(h)
-	job, err := c.vc.BatchV1alpha1().Jobs(ns).Get(ctx, h.AppID, metav1.GetOptions{})
-	if err != nil {
+	job := new(vcbatch.Job)
+	if err := c.jobs(ns).get(ctx, h.AppID, job); err != nil {
 		return nil, c.errorf(ns, "get", err, "job %q", h.AppID)
 	}
 	return job, nil
@@ -114,8 +114,8 @@ func (c *Client) List(ctx context.Context, opts ListOptions) ([]Status, error) {
 		ns = metav1.NamespaceAll
 	}
 	sel := labelManagedBy + "=" + managedByValue
-	list, err := c.vc.BatchV1alpha1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
+	list := new(vcbatch.JobList)
+	if err := c.jobs(ns).list(ctx, metav1.ListOptions{LabelSelector: sel}, list); err != nil {
 		return nil, c.errorf(ns, "list", err, "jobs (%s)", sel)
 	}
 	out := make([]Status, 0, len(list.Items))
@@ -173,8 +173,8 @@ func (c *Client) Cancel(ctx context.Context, h Handle) (CancelResult, error) {
 		Reason:       "StarpodCancel",
 		Message:      "cancelled with starpod cancel",
 	}
-	commands := c.vc.BusV1alpha1().Commands(job.Namespace)
-	_, err = commands.Create(ctx, cmd, metav1.CreateOptions{})
+	commands := c.commands(job.Namespace)
+	err = commands.create(ctx, cmd, metav1.CreateOptions{}, new(vcbus.Command))
 	if err == nil {
 		return CancelRequested, nil
 	}
@@ -183,18 +183,18 @@ func (c *Client) Cancel(ctx context.Context, h Handle) (CancelResult, error) {
 	}
 	// A command of that name exists: either it is waiting for this job, or it was left by an
 	// earlier job of the same name (with no garbage collector to remove it), and is replaced.
-	old, err := commands.Get(ctx, cmd.Name, metav1.GetOptions{})
-	if err != nil {
+	old := new(vcbus.Command)
+	if err := commands.get(ctx, cmd.Name, old); err != nil {
 		return 0, c.errorf(job.Namespace, "get", err, "command %q", cmd.Name)
 	}
 	if old.TargetObject != nil && old.TargetObject.UID == job.UID && old.Action == cmd.Action {
 		return CancelPending, nil
 	}
 	pre := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &old.UID}}
-	if err := commands.Delete(ctx, old.Name, pre); err != nil && !apierrors.IsNotFound(err) {
+	if err := commands.delete(ctx, old.Name, pre); err != nil && !apierrors.IsNotFound(err) {
 		return 0, c.errorf(job.Namespace, "delete", err, "stale command %q", old.Name)
 	}
-	if _, err := commands.Create(ctx, cmd, metav1.CreateOptions{}); err != nil {
+	if err := commands.create(ctx, cmd, metav1.CreateOptions{}, new(vcbus.Command)); err != nil {
 		return 0, c.errorf(job.Namespace, "create", err, "command %q (AbortJob for job %q)", cmd.Name, job.Name)
 	}
 	return CancelRequested, nil
@@ -215,8 +215,7 @@ func abortCommandName(job string) string {
 func (c *Client) Delete(ctx context.Context, h Handle) error {
 	ns := c.namespaceOf(h)
 	policy := metav1.DeletePropagationBackground
-	err := c.vc.BatchV1alpha1().Jobs(ns).Delete(ctx, h.AppID, metav1.DeleteOptions{PropagationPolicy: &policy})
-	if err != nil {
+	if err := c.jobs(ns).delete(ctx, h.AppID, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
 		return c.errorf(ns, "delete", err, "job %q", h.AppID)
 	}
 	return nil

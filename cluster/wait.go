@@ -44,7 +44,7 @@ func (c *Client) Wait(ctx context.Context, h Handle, onChange func(Status)) (Sta
 	rv := job.ResourceVersion
 	retries := 0
 	for {
-		w, err := c.vcw.BatchV1alpha1().Jobs(ns).Watch(ctx, metav1.ListOptions{
+		w, err := c.watchJobs(ctx, ns, metav1.ListOptions{
 			FieldSelector:       sel,
 			ResourceVersion:     rv,
 			AllowWatchBookmarks: true,
