@@ -85,7 +85,8 @@ func Decode(x starlark.Value, out any, path *field.Path, opts *Options) (errs fi
 // (or *big.Int beyond int64), float64, bool and nil. Errors name the path of the bad value;
 // the error returned is a *field.Error.
 func ToGo(x starlark.Value, path *field.Path) (any, error) {
-	w := walker{root: path}
+	w := newWalker(path)
+	defer w.release()
 	v := w.toGo(x)
 	if len(w.errs) > 0 {
 		return nil, w.errs[0]

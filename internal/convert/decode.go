@@ -4,6 +4,7 @@
 package convert
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"math"
@@ -119,7 +120,8 @@ func unmarshalerDecoder(w *walker, x starlark.Value, v reflect.Value) {
 	u := v.Addr().Interface().(json.Unmarshaler)
 	nerrs := len(w.errs)
 	// UnmarshalJSON must copy the bytes it keeps, so the buffer is reused.
-	w.buf = w.appendJSON(w.buf[:0], x)
+	w.buf = w.buf[:0]
+	w.appendJSON(x)
 	if len(w.errs) > nerrs {
 		return
 	}
@@ -187,17 +189,7 @@ func (w *walker) skip(x starlark.Value) {
 		}
 		w.addDict(x.Len())
 		w.seen = append(w.seen, x)
-		for k, v := range x.Entries() {
-			w.add(1) // the colon
-			w.skip(k)
-			if ks, ok := k.(starlark.String); ok {
-				w.pushKey(string(ks))
-			} else {
-				w.pushKey(k.String())
-			}
-			w.skip(v)
-			w.pop()
-		}
+		w.entries(x, dictVisit{entry: skipEntry})
 		w.leave()
 	case *starlark.List:
 		if w.onPath(x) {
@@ -224,6 +216,19 @@ func (w *walker) skip(x starlark.Value) {
 		}
 		w.leave()
 	}
+}
+
+// skipEntry counts the size of the entry k: x of a dict that is not decoded.
+func skipEntry(w *walker, _ dictVisit, k, x starlark.Value) {
+	w.add(1) // the colon
+	w.skip(k)
+	if ks, ok := k.(starlark.String); ok {
+		w.pushKey(string(ks))
+	} else {
+		w.pushKey(k.String())
+	}
+	w.skip(x)
+	w.pop()
 }
 
 // onPath reports whether the container x is being visited, or the walk is too deep.
@@ -413,31 +418,36 @@ func (sd *structDecoder) decode(w *walker, x starlark.Value, v reflect.Value) {
 	if !w.enter(d) {
 		return
 	}
-	for k, val := range d.Entries() {
-		name, ok := w.mapKey(k)
-		if !ok {
-			continue
-		}
-		i, ok := sd.fields.byName[name]
-		if !ok {
-			w.pushChild(name)
-			detail := "unknown field"
-			if hint := spell.Nearest(name, sd.fields.names); hint != "" {
-				detail += `; did you mean "` + hint + `"?`
-			}
-			w.errs = append(w.errs, field.Forbidden(w.path(), detail))
-			w.skip(val)
-			w.pop()
-			continue
-		}
-		f := &sd.fields.list[i]
-		w.pushChild(f.name)
-		if fv, ok := w.fieldByIndex(v, f.index); ok {
-			sd.decs[i](w, val, fv)
-		}
-		w.pop()
-	}
+	w.entries(d, dictVisit{entry: decodeStructEntry, data: sd, v: v})
 	w.leave()
+}
+
+// decodeStructEntry decodes the entry k: x of a dict into the field named k of the struct dv.v,
+// whose decoder is dv.data.
+func decodeStructEntry(w *walker, dv dictVisit, k, x starlark.Value) {
+	sd := dv.data.(*structDecoder)
+	name, ok := w.mapKey(k)
+	if !ok {
+		return
+	}
+	i, ok := sd.fields.byName[name]
+	if !ok {
+		w.pushChild(name)
+		detail := "unknown field"
+		if hint := spell.Nearest(name, sd.fields.names); hint != "" {
+			detail += `; did you mean "` + hint + `"?`
+		}
+		w.errs = append(w.errs, field.Forbidden(w.path(), detail))
+		w.skip(x)
+		w.pop()
+		return
+	}
+	f := &sd.fields.list[i]
+	w.pushChild(f.name)
+	if fv, ok := w.fieldByIndex(dv.v, f.index); ok {
+		sd.decs[i](w, x, fv)
+	}
+	w.pop()
 }
 
 // fieldByIndex returns the field of struct v at index, allocating nil embedded pointers on
@@ -585,27 +595,32 @@ func (md *mapDecoder) decode(w *walker, x starlark.Value, v reflect.Value) {
 	if md.key == nil {
 		key = reflect.New(md.typ.Key()).Elem()
 	}
-	for k, val := range d.Entries() {
-		ks, ok := w.mapKey(k)
-		if !ok {
-			continue
-		}
-		w.pushKey(ks)
-		kv := key
-		if md.key == nil {
-			kv.SetString(ks)
-		} else {
-			kv, ok = md.key(w, ks)
-		}
-		if ok {
-			elem.SetZero()
-			md.elemDec(w, val, elem)
-			v.SetMapIndex(kv, elem)
-		} else {
-			w.skip(val)
-		}
-		w.pop()
+	w.entries(d, dictVisit{entry: decodeMapEntry, data: md, v: v, key: key, elem: elem})
+}
+
+// decodeMapEntry decodes the entry k: x of a dict into the map dv.v, whose decoder is dv.data,
+// through the variables dv.key (for string keys) and dv.elem.
+func decodeMapEntry(w *walker, dv dictVisit, k, x starlark.Value) {
+	md := dv.data.(*mapDecoder)
+	ks, ok := w.mapKey(k)
+	if !ok {
+		return
 	}
+	w.pushKey(ks)
+	kv := dv.key
+	if md.key == nil {
+		kv.SetString(ks)
+	} else {
+		kv, ok = md.key(w, ks)
+	}
+	if ok {
+		dv.elem.SetZero()
+		md.elemDec(w, x, dv.elem)
+		dv.v.SetMapIndex(kv, dv.elem)
+	} else {
+		w.skip(x)
+	}
+	w.pop()
 }
 
 func stringMapDecoder(w *walker, x starlark.Value, v reflect.Value) {
@@ -615,25 +630,29 @@ func stringMapDecoder(w *walker, x starlark.Value, v reflect.Value) {
 	}
 	defer w.leave()
 	m := make(map[string]string, d.Len())
-	for k, val := range d.Entries() {
-		ks, ok := w.mapKey(k)
-		if !ok {
-			continue
-		}
-		switch val := val.(type) {
-		case starlark.String:
-			w.addString(string(val))
-			m[ks] = string(val)
-		case starlark.NoneType:
-			w.add(4)
-			m[ks] = ""
-		default:
-			w.pushKey(ks)
-			w.scalarTypeInvalid(val, "string")
-			w.pop()
-		}
-	}
+	w.entries(d, dictVisit{entry: decodeStringMapEntry, data: m})
 	v.Set(reflect.ValueOf(m))
+}
+
+// decodeStringMapEntry decodes the entry k: x of a dict into the map[string]string dv.data.
+func decodeStringMapEntry(w *walker, dv dictVisit, k, x starlark.Value) {
+	ks, ok := w.mapKey(k)
+	if !ok {
+		return
+	}
+	m := dv.data.(map[string]string)
+	switch x := x.(type) {
+	case starlark.String:
+		w.addString(string(x))
+		m[ks] = string(x)
+	case starlark.NoneType:
+		w.add(4)
+		m[ks] = ""
+	default:
+		w.pushKey(ks)
+		w.scalarTypeInvalid(x, "string")
+		w.pop()
+	}
 }
 
 // enterList returns x as an Indexable if it is a list or tuple, counting its brackets and
@@ -733,84 +752,86 @@ func newPtrDecoder(t reflect.Type) decoderFunc {
 	}
 }
 
-// appendJSON appends the JSON text of x to b, recording errors for values JSON cannot hold.
-// Floats keep a fraction or exponent, so 1.0 stays a float as in Starlark's json.encode.
-func (w *walker) appendJSON(b []byte, x starlark.Value) []byte {
+// appendJSON appends the JSON text of x to w.buf, recording errors for values JSON cannot
+// hold. Floats keep a fraction or exponent, so 1.0 stays a float as in Starlark's json.encode.
+func (w *walker) appendJSON(x starlark.Value) {
 	switch x := x.(type) {
 	case starlark.NoneType:
 		w.add(4)
-		return append(b, "null"...)
+		w.buf = append(w.buf, "null"...)
 	case starlark.Bool:
 		if x {
 			w.add(4)
-			return append(b, "true"...)
+			w.buf = append(w.buf, "true"...)
+		} else {
+			w.add(5)
+			w.buf = append(w.buf, "false"...)
 		}
-		w.add(5)
-		return append(b, "false"...)
 	case starlark.String:
 		w.addString(string(x))
-		return appendQuoted(b, string(x))
+		w.buf = appendQuoted(w.buf, string(x))
 	case starlark.Int:
 		if i, ok := x.Int64(); ok {
 			w.addInt(i)
-			return strconv.AppendInt(b, i, 10)
+			w.buf = strconv.AppendInt(w.buf, i, 10)
+		} else {
+			w.skip(x)
+			w.buf = x.BigInt().Append(w.buf, 10)
 		}
-		w.skip(x)
-		return x.BigInt().Append(b, 10)
 	case starlark.Float:
 		if !w.finite(x) {
-			return b
+			return
 		}
 		w.addFloat(float64(x))
-		n := len(b)
-		b = strconv.AppendFloat(b, float64(x), 'g', -1, 64)
-		for _, c := range b[n:] {
-			if c == '.' || c == 'e' {
-				return b
-			}
+		n := len(w.buf)
+		w.buf = strconv.AppendFloat(w.buf, float64(x), 'g', -1, 64)
+		if !bytes.ContainsAny(w.buf[n:], ".e") {
+			w.buf = append(w.buf, ".0"...)
 		}
-		return append(b, ".0"...)
 	case *starlark.Dict:
 		w.addDict(x.Len())
 		if !w.enter(x) {
-			return b
+			return
 		}
-		b = append(b, '{')
-		for k, v := range x.Entries() {
-			ks, ok := w.mapKey(k)
-			if !ok {
-				continue
-			}
-			if b[len(b)-1] != '{' {
-				b = append(b, ',')
-			}
-			b = appendQuoted(b, ks)
-			b = append(b, ':')
-			w.pushKey(ks)
-			b = w.appendJSON(b, v)
-			w.pop()
-		}
+		w.buf = append(w.buf, '{')
+		w.entries(x, dictVisit{entry: appendJSONEntry})
 		w.leave()
-		return append(b, '}')
+		w.buf = append(w.buf, '}')
 	case *starlark.List, starlark.Tuple:
 		l, _ := w.enterList(x, reflect.Value{})
 		if l == nil {
-			return b
+			return
 		}
-		b = append(b, '[')
+		w.buf = append(w.buf, '[')
 		for i := range l.Len() {
 			if i > 0 {
-				b = append(b, ',')
+				w.buf = append(w.buf, ',')
 			}
 			w.pushIndex(i)
-			b = w.appendJSON(b, l.Index(i))
+			w.appendJSON(l.Index(i))
 			w.pop()
 		}
 		w.leaveList(l)
-		return append(b, ']')
+		w.buf = append(w.buf, ']')
+	default:
+		w.typeInvalid(x, "dict, list, string, int, float, bool or None")
 	}
-	w.typeInvalid(x, "dict, list, string, int, float, bool or None")
-	return b
+}
+
+// appendJSONEntry appends the entry k: x of a dict to the JSON object in w.buf.
+func appendJSONEntry(w *walker, _ dictVisit, k, x starlark.Value) {
+	ks, ok := w.mapKey(k)
+	if !ok {
+		return
+	}
+	if w.buf[len(w.buf)-1] != '{' {
+		w.buf = append(w.buf, ',')
+	}
+	w.buf = appendQuoted(w.buf, ks)
+	w.buf = append(w.buf, ':')
+	w.pushKey(ks)
+	w.appendJSON(x)
+	w.pop()
 }
 
 // appendQuoted appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.

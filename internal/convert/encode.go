@@ -23,6 +23,7 @@ import (
 
 // An encoder holds the state of one ToStarlark call.
 type encoder struct {
+	arena      arena
 	pending    []entry    // dict entries of the structs being encoded, innermost last
 	mapPending []mapEntry // entries of the maps being encoded, innermost last
 	keys       []string   // scratch space for the keys of a map[string]string
@@ -179,19 +180,19 @@ func marshalerEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
 	if !ok {
 		return starlark.None, nil
 	}
-	return callMarshalJSON(m, v.Type())
+	return e.callMarshalJSON(m, v.Type())
 }
 
 func addrMarshalerEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
-	return callMarshalJSON(v.Addr().Interface().(json.Marshaler), v.Type())
+	return e.callMarshalJSON(v.Addr().Interface().(json.Marshaler), v.Type())
 }
 
-func callMarshalJSON(m json.Marshaler, t reflect.Type) (starlark.Value, error) {
+func (e *encoder) callMarshalJSON(m json.Marshaler, t reflect.Type) (starlark.Value, error) {
 	b, err := m.MarshalJSON()
 	if err != nil {
 		return nil, encodeErrorf("error calling MarshalJSON for type %s: %v", t, err)
 	}
-	x, err := jsonToStarlark(b)
+	x, err := e.jsonToStarlark(b)
 	if err != nil {
 		return nil, encodeErrorf("error calling MarshalJSON for type %s: %v", t, err)
 	}
@@ -206,25 +207,25 @@ func textMarshalerEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
 	if !ok {
 		return starlark.None, nil
 	}
-	return callMarshalText(m, v.Type())
+	return e.callMarshalText(m, v.Type())
 }
 
 func addrTextMarshalerEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
-	return callMarshalText(v.Addr().Interface().(interface{ MarshalText() ([]byte, error) }), v.Type())
+	return e.callMarshalText(v.Addr().Interface().(interface{ MarshalText() ([]byte, error) }), v.Type())
 }
 
-func callMarshalText(m interface{ MarshalText() ([]byte, error) }, t reflect.Type) (starlark.Value, error) {
+func (e *encoder) callMarshalText(m interface{ MarshalText() ([]byte, error) }, t reflect.Type) (starlark.Value, error) {
 	b, err := m.MarshalText()
 	if err != nil {
 		return nil, encodeErrorf("error calling MarshalText for type %s: %v", t, err)
 	}
-	return starlark.String(validUTF8(string(b))), nil
+	return e.arena.string(validUTF8(string(b))), nil
 }
 
 // jsonToStarlark converts JSON text as Starlark's json.decode does, keeping the order of
 // object keys. Plain strings and integers, the usual output of MarshalJSON methods, take a
 // fast path.
-func jsonToStarlark(b []byte) (starlark.Value, error) {
+func (e *encoder) jsonToStarlark(b []byte) (starlark.Value, error) {
 	b = bytes.TrimSpace(b)
 	switch string(b) {
 	case "null":
@@ -235,7 +236,7 @@ func jsonToStarlark(b []byte) (starlark.Value, error) {
 		return starlark.False, nil
 	}
 	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && isPlainASCII(b[1:len(b)-1]) {
-		return starlark.String(b[1 : len(b)-1]), nil
+		return e.arena.string(string(b[1 : len(b)-1])), nil
 	}
 	if len(b) > 0 && len(b) <= 18 && isDigits(b) {
 		i, err := strconv.ParseInt(string(b), 10, 64)
@@ -371,7 +372,7 @@ func uintEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
 }
 
 func stringEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
-	return starlark.String(validUTF8(v.String())), nil
+	return e.arena.string(validUTF8(v.String())), nil
 }
 
 func float32Encoder(e *encoder, v reflect.Value) (starlark.Value, error) {
@@ -496,7 +497,7 @@ next:
 		}
 		e.pending = append(e.pending, entry{f.key, x})
 	}
-	d := starlark.NewDict(len(e.pending) - start)
+	d := e.arena.dict(len(e.pending) - start)
 	for _, kv := range e.pending[start:] {
 		d.SetKey(kv.k, kv.v)
 	}
@@ -601,11 +602,11 @@ func stringMapEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	d := starlark.NewDict(len(m))
+	d := e.arena.dict(len(m))
 	for _, k := range keys {
 		// Keys that differ only in invalid UTF-8 may collide, as they do in JSON text;
 		// the later one wins, as in json.decode.
-		d.SetKey(starlark.String(validUTF8(k)), starlark.String(validUTF8(m[k])))
+		d.SetKey(e.arena.string(validUTF8(k)), e.arena.string(validUTF8(m[k])))
 	}
 	clear(keys)
 	e.keys = keys[:0]
@@ -651,13 +652,13 @@ func (me *mapEncoder) encode(e *encoder, v reflect.Value) (starlark.Value, error
 	}
 	entries := e.mapPending[start:]
 	slices.SortFunc(entries, func(a, b mapEntry) int { return strings.Compare(a.k, b.k) })
-	d := starlark.NewDict(len(entries))
+	d := e.arena.dict(len(entries))
 	for _, p := range entries {
 		k := validUTF8(p.k)
 		if p.err != nil {
 			return nil, at(p.err, pathElem{kind: keyElem, name: k})
 		}
-		d.SetKey(starlark.String(k), p.v)
+		d.SetKey(e.arena.string(k), p.v)
 	}
 	return d, nil
 }
@@ -720,16 +721,15 @@ func byteSliceEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
 func newArrayEncoder(t reflect.Type) encoderFunc {
 	elemEnc := typeEncoder(t.Elem())
 	return func(e *encoder, v reflect.Value) (starlark.Value, error) {
-		n := v.Len()
-		elems := make([]starlark.Value, n)
-		for i := range n {
+		l, elems := e.arena.list(v.Len())
+		for i := range elems {
 			x, err := elemEnc(e, v.Index(i))
 			if err != nil {
 				return nil, at(err, pathElem{kind: indexElem, index: i})
 			}
 			elems[i] = x
 		}
-		return starlark.NewList(elems), nil
+		return l, nil
 	}
 }
 

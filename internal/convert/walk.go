@@ -53,11 +53,41 @@ type walker struct {
 	errs  field.ErrorList
 	buf   []byte // scratch space for JSON text
 
+	// visit is the dict whose entries are being visited, and yield the function that
+	// passes each of them to visit.entry; see entries.
+	visit dictVisit
+	yield func(k, x starlark.Value) bool
+
 	elemsBuf [16]pathElem
 	seenBuf  [16]starlark.Value
 }
 
-var walkerPool = sync.Pool{New: func() any { return new(walker) }}
+// A dictVisit says what to do with each entry of a dict: call entry with the dictVisit
+// itself, whose other fields hold what entry needs.
+type dictVisit struct {
+	entry     func(w *walker, dv dictVisit, k, x starlark.Value)
+	data      any           // the decoder, or the Go map being filled
+	v         reflect.Value // the Go value being decoded into
+	key, elem reflect.Value // variables for a map entry
+}
+
+var walkerPool = sync.Pool{New: func() any {
+	w := new(walker)
+	w.yield = func(k, x starlark.Value) bool {
+		w.visit.entry(w, w.visit, k, x)
+		return true
+	}
+	return w
+}}
+
+// entries calls dv.entry for each entry of d, in order. A range over d.Entries() would
+// allocate a closure for every dict; entries passes the one yield function of the walker.
+func (w *walker) entries(d *starlark.Dict, dv dictVisit) {
+	outer := w.visit
+	w.visit = dv
+	d.Entries()(w.yield)
+	w.visit = outer
+}
 
 // newWalker returns a walker from the pool, ready for a walk rooted at path.
 func newWalker(root *field.Path) *walker {
@@ -75,7 +105,7 @@ func (w *walker) release() {
 	if cap(buf) > 1<<16 {
 		buf = nil
 	}
-	*w = walker{buf: buf}
+	*w = walker{buf: buf, yield: w.yield}
 	walkerPool.Put(w)
 }
 
@@ -263,19 +293,22 @@ func (w *walker) dictToGo(d *starlark.Dict) map[string]any {
 	}
 	defer w.leave()
 	out := make(map[string]any, d.Len())
-	for k, v := range d.Entries() {
-		ks, ok := k.(starlark.String)
-		if !ok {
-			w.invalid("got %s key, want string", k.Type())
-			continue
-		}
-		w.addString(string(ks))
-		w.add(1)
-		w.pushKey(string(ks))
-		out[string(ks)] = w.toGo(v)
-		w.pop()
-	}
+	w.entries(d, dictVisit{entry: toGoEntry, data: out})
 	return out
+}
+
+// toGoEntry converts the entry k: x of a dict into an entry of the map[string]any dv.data.
+func toGoEntry(w *walker, dv dictVisit, k, x starlark.Value) {
+	ks, ok := k.(starlark.String)
+	if !ok {
+		w.invalid("got %s key, want string", k.Type())
+		return
+	}
+	w.addString(string(ks))
+	w.add(1)
+	w.pushKey(string(ks))
+	dv.data.(map[string]any)[string(ks)] = w.toGo(x)
+	w.pop()
 }
 
 // finite reports whether f is finite, recording an error if not.

@@ -1,0 +1,92 @@
+// This file defines the arena in which ToStarlark allocates the strings, dicts and lists it
+// makes: in chunks, rather than one Go allocation for each value.
+
+package convert
+
+import (
+	"unsafe"
+
+	"go.starlark.net/starlark"
+)
+
+// Chunk sizes of an arena, in values. A chunk lives as long as any value in it.
+const (
+	stringChunk = 64
+	dictChunk   = 8
+	listChunk   = 16
+	elemChunk   = 64
+)
+
+// An arena hands out Starlark values carved from chunks. Each slot of a chunk is handed out
+// once and never written again by the arena, so values from one arena may outlive it, be
+// shared between goroutines and be mutated by scripts as any other values are; chunks that
+// are partly used stay in the arena for its next user.
+//
+// A dict or list from an arena is an ordinary *starlark.Dict or *starlark.List. An element
+// slice of a list has no spare capacity, so a list that grows moves its elements out of the
+// chunk.
+type arena struct {
+	strings []starlark.String
+	dicts   []starlark.Dict
+	lists   []starlark.List
+	elems   []starlark.Value
+}
+
+// iface is the layout of a Go interface value.
+type iface struct {
+	tab  unsafe.Pointer
+	data unsafe.Pointer
+}
+
+// string returns s as a starlark.String in an interface. Converting a string to an
+// interface allocates a copy of its header; here the header lives in a chunk instead.
+func (a *arena) string(s string) starlark.Value {
+	if s == "" {
+		return starlark.String("") // points to static data
+	}
+	if len(a.strings) == cap(a.strings) {
+		a.strings = make([]starlark.String, 0, stringChunk)
+	}
+	a.strings = append(a.strings, starlark.String(s))
+	// An interface holding a string points to a string header; point it into the chunk.
+	var x starlark.Value = starlark.String("")
+	(*iface)(unsafe.Pointer(&x)).data = unsafe.Pointer(&a.strings[len(a.strings)-1])
+	return x
+}
+
+// dict returns a new empty dict for n entries.
+func (a *arena) dict(n int) *starlark.Dict {
+	// An empty dict holds up to 7 entries without allocating its table.
+	if n > 7 {
+		return starlark.NewDict(n)
+	}
+	if len(a.dicts) == cap(a.dicts) {
+		a.dicts = make([]starlark.Dict, 0, dictChunk)
+	}
+	a.dicts = a.dicts[:len(a.dicts)+1]
+	return &a.dicts[len(a.dicts)-1]
+}
+
+// list returns a new list of n elements and the slice of its elements, all nil, for the
+// caller to set.
+func (a *arena) list(n int) (*starlark.List, []starlark.Value) {
+	var elems []starlark.Value
+	switch {
+	case n > elemChunk/4:
+		elems = make([]starlark.Value, n)
+	case n > 0:
+		if len(a.elems)+n > cap(a.elems) {
+			a.elems = make([]starlark.Value, 0, elemChunk)
+		}
+		i := len(a.elems)
+		a.elems = a.elems[:i+n]
+		elems = a.elems[i : i+n : i+n]
+	}
+	if len(a.lists) == cap(a.lists) {
+		a.lists = make([]starlark.List, 0, listChunk)
+	}
+	a.lists = a.lists[:len(a.lists)+1]
+	l := &a.lists[len(a.lists)-1]
+	*l = *starlark.NewList(elems)
+	return l, elems
+}

@@ -1,0 +1,69 @@
+package convert
+
+import (
+	"runtime"
+	"testing"
+
+	"go.starlark.net/starlark"
+)
+
+// TestArena checks that values from an arena are ordinary values that stay valid and
+// independent of each other after the arena moves on.
+func TestArena(t *testing.T) {
+	var a arena
+	var strs []starlark.Value
+	for i := range 3 * stringChunk {
+		strs = append(strs, a.string(string(rune('a'+i%26))+"-"+string(rune('A'+i/26))))
+	}
+	a = arena{} // drop the chunks: only the values hold them now
+	runtime.GC()
+	for i, x := range strs {
+		want := string(rune('a'+i%26)) + "-" + string(rune('A'+i/26))
+		s, ok := x.(starlark.String)
+		if !ok || string(s) != want {
+			t.Fatalf("string %d: got %#v, want %q", i, x, want)
+		}
+		if eq, err := starlark.Equal(x, starlark.String(want)); err != nil || !eq {
+			t.Errorf("string %d: not equal to starlark.String(%q)", i, want)
+		}
+	}
+	if x := a.string(""); x != starlark.String("") {
+		t.Errorf("empty string: got %#v", x)
+	}
+
+	// Lists share an element chunk; appending to one must not touch the next.
+	l1, e1 := a.list(2)
+	e1[0], e1[1] = starlark.MakeInt(1), starlark.MakeInt(2)
+	l2, e2 := a.list(1)
+	e2[0] = starlark.MakeInt(3)
+	if err := l1.Append(starlark.MakeInt(4)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := l1.String(), "[1, 2, 4]"; got != want {
+		t.Errorf("first list: got %s, want %s", got, want)
+	}
+	if got, want := l2.String(), "[3]"; got != want {
+		t.Errorf("second list: got %s, want %s", got, want)
+	}
+	if l, elems := a.list(0); l.Len() != 0 || len(elems) != 0 {
+		t.Errorf("empty list: got %s", l)
+	}
+
+	// Dicts of any size work as dicts made by starlark.NewDict.
+	for _, n := range []int{0, 1, 7, 8, 100} {
+		d := a.dict(n)
+		for i := range n {
+			if err := d.SetKey(starlark.MakeInt(i), starlark.MakeInt(i*i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d.Len() != n {
+			t.Errorf("dict of %d: got length %d", n, d.Len())
+		}
+		for i := range n {
+			if v, found, _ := d.Get(starlark.MakeInt(i)); !found || v.String() != starlark.MakeInt(i*i).String() {
+				t.Errorf("dict of %d: got %v for %d, want %d", n, v, i, i*i)
+			}
+		}
+	}
+}
