@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,7 +116,18 @@ func (c *Client) watchJobs(ctx context.Context, ns string, opts metav1.ListOptio
 		NamespaceIfScoped(ns, ns != "").
 		Resource("jobs").
 		VersionedParams(&opts, apiCodecs().params).
+		Timeout(listTimeout(opts)).
 		Watch(ctx)
+}
+
+// listTimeout returns the timeout of a list or a watch: opts.TimeoutSeconds, else none, in
+// place of the client's. As with client-go's typed clients, the API server is then sent no
+// timeout parameter, and the HTTP client's own timeout, if any, still bounds the request.
+func listTimeout(opts metav1.ListOptions) time.Duration {
+	if opts.TimeoutSeconds == nil {
+		return 0
+	}
+	return time.Duration(*opts.TimeoutSeconds) * time.Second
 }
 
 // podLogs streams the log of a container of pod name in namespace ns, with no timeout. The
@@ -159,6 +171,7 @@ func (r resource) get(ctx context.Context, name string, into runtime.Object) err
 func (r resource) list(ctx context.Context, opts metav1.ListOptions, into runtime.Object) error {
 	return r.request(http.MethodGet).
 		VersionedParams(&opts, apiCodecs().params).
+		Timeout(listTimeout(opts)).
 		Do(ctx).
 		Into(into)
 }
