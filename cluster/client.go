@@ -3,8 +3,8 @@ package cluster
 // This file defines the requests that starpod makes of the API server, on the pods of
 // core/v1, the Jobs of batch.volcano.sh/v1alpha1 and the Commands of bus.volcano.sh/v1alpha1.
 // They are made with client-go's REST client and a scheme of these three groups alone, not
-// with the generated clientsets: those register every API group of Kubernetes, and linking
-// them doubles the memory that every starpod process, overlay workers included, starts with.
+// with the generated clientsets: those link and register every API group of Kubernetes, which
+// cost every starpod process, overlay workers included, some 9 MiB of memory at start.
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 	vcbus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 )
 
-// A codecs holds the scheme of the groups starpod uses and its encoders and decoders.
+// codecs are the encoders and decoders of the scheme of the groups starpod uses.
 type codecs struct {
 	serializer runtime.NegotiatedSerializer // the bodies of requests and responses, watch events
 	params     runtime.ParameterCodec       // options as query parameters
