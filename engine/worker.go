@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -264,12 +265,17 @@ type worker struct {
 	cmd     *exec.Cmd
 	in      *bufio.Writer
 	inFile  *os.File
-	out     *bufio.Reader
+	out     *frameReader
 	outFile *os.File
 	stderr  *tail
 	scripts map[string]bool // the scripts the worker has compiled
 	exited  chan struct{}   // closed when the process has exited
 	dead    bool
+	greeted bool // whether the hello frame is sent
+
+	enc     podEncoder // the pod sent last
+	env     *Env       // the ctx sent last
+	envData []byte     // its encoding
 }
 
 // start starts a worker process with the memory limit.
@@ -300,7 +306,7 @@ func (p *WorkerPool) start(limit int64) (*worker, error) {
 	cmd.Env = append(os.Environ(), workerEnv+"=1", fmt.Sprintf("%s=%d", workerMemoryEnv, limit))
 	cmd.Stdin, cmd.Stdout = inR, outW
 	w := &worker{pool: p, limit: limit, cmd: cmd, inFile: inW, outFile: outR,
-		in: bufio.NewWriterSize(inW, 64<<10), out: bufio.NewReaderSize(outR, 64<<10),
+		in: bufio.NewWriterSize(inW, 64<<10), out: newFrameReader(outR),
 		stderr: &tail{max: 8 << 10}, scripts: make(map[string]bool), exited: make(chan struct{})}
 	cmd.Stderr = w.stderr
 	err = cmd.Start()
@@ -344,12 +350,14 @@ const (
 	failOther                           // died otherwise
 )
 
-// call sends req and passes print() output to print and each pod's answer to result as they
-// come. It waits at most first for the first answer, or for the final one when req has no
-// pods, and at most each for each answer after it. On failure the worker is dead, and the
-// failure says why.
-func (w *worker) call(ctx context.Context, req *wireRequest, first, each time.Duration,
-	print func(*wirePrint), result func(*wireResult)) (*wireResponse, workerFailure, error) {
+// call sends a request with send and passes each answer to answer until it says the request is
+// done; print() output goes to print. With async set, send runs in a goroutine of its own, so
+// that the worker applies the first pods of a request while the parent sends the others and
+// the parent decodes the answers while the worker applies the pods after them. It waits at
+// most first for the first answer, and at most each for each answer after it. On failure the
+// worker is dead, and the failure says why.
+func (w *worker) call(ctx context.Context, first, each time.Duration, async bool, send func(*bufio.Writer) error,
+	print func(*wirePrint), answer func(kind byte, body []byte) (done bool, err error)) (workerFailure, error) {
 	var reason atomic.Int32
 	kill := func(r workerFailure) {
 		reason.CompareAndSwap(0, int32(r))
@@ -361,42 +369,79 @@ func (w *worker) call(ctx context.Context, req *wireRequest, first, each time.Du
 		timer.Stop()
 		stopCtx()
 	}()
-	err := writeFrame(w.in, req)
+	var err, broke error // broke is set when the worker broke the protocol
+	if !w.greeted {
+		w.greeted = true
+		err = writeFrame(w.in, frameHello, []byte(protocolVersion))
+	}
+	var sent chan error
+	if err == nil {
+		if async {
+			sent = make(chan error, 1)
+			go func() { sent <- send(w.in) }()
+		} else {
+			err = send(w.in)
+		}
+	}
 	for err == nil {
-		resp := new(wireResponse)
-		if err = readFrame(w.out, resp); err != nil {
+		var kind byte
+		var body []byte
+		if kind, body, err = w.out.next(); err != nil {
+			if err != io.EOF && err != io.ErrUnexpectedEOF {
+				broke = err
+			}
 			break
 		}
-		switch {
-		case resp.Print != nil:
-			if print != nil {
-				print(resp.Print)
+		if kind == framePrint {
+			var p wirePrint
+			if err = json.Unmarshal(body, &p); err != nil {
+				broke = fmt.Errorf("malformed print frame: %v", err)
+				break
 			}
-		case resp.Result != nil:
-			timer.Reset(each)
-			result(resp.Result)
-		case resp.Done:
-			return resp, 0, nil
-		default:
-			err = errors.New("malformed answer")
+			if print != nil {
+				print(&p)
+			}
+			continue
 		}
+		var done bool
+		if done, err = answer(kind, body); err != nil {
+			broke = err
+			break
+		}
+		if done {
+			if sent != nil {
+				err = <-sent
+				sent = nil
+			}
+			if err == nil {
+				return 0, nil
+			}
+			break
+		}
+		timer.Reset(each)
 	}
 	// The worker died or broke the protocol: make sure it is gone and find out why.
 	w.dead = true
 	w.cmd.Process.Kill()
 	<-w.exited
+	if sent != nil {
+		<-sent // the worker's input is closed now
+	}
 	if r := workerFailure(reason.Load()); r != 0 {
-		return nil, r, nil
+		return r, nil
 	}
 	stderr := w.stderr.String()
-	if outOfMemory(stderr) || killedByOOM(w.cmd.ProcessState) {
-		return nil, failMemory, nil
+	if outOfMemory(stderr) || killedByOOM(w.cmd.ProcessState) && broke == nil {
+		return failMemory, nil
+	}
+	if broke != nil {
+		return failOther, fmt.Errorf("overlay worker failed: %v", broke)
 	}
 	msg := w.cmd.ProcessState.String()
 	if line := lastLine(stderr); line != "" {
 		msg += ": " + line
 	}
-	return nil, failOther, fmt.Errorf("overlay worker failed: %s", msg)
+	return failOther, fmt.Errorf("overlay worker failed: %s", msg)
 }
 
 // outOfMemory reports whether the standard error of a dead worker says it ran out of memory:
@@ -483,7 +528,7 @@ func compileWorker(name string, src []byte, opts *Options) (*Overlay, error) {
 	o := &Overlay{name: name, opts: *opts,
 		remote: &remote{script: d, pool: pool, limit: opts.maxMemory(), print: opts.Print}}
 	// Compile now, to report errors (and limits hit by the top level) at once.
-	if _, _, err := o.callWorker(context.Background(), nil, nil, nil); err != nil {
+	if _, _, err := o.callWorker(context.Background(), nil); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -525,37 +570,38 @@ func recordLoads(name string, src []byte, loader Loader) []wireLoad {
 	return out
 }
 
-// callWorker compiles the overlay in a worker if the worker has not, and applies it to pods,
-// with the ctx envs[i] for pods[i] when envs is not nil and env for every pod otherwise. It
-// returns the answers of the pods the worker answered, in order. If the worker died while it
-// applied the overlay to the pod after them, err is that pod's *Error (a *LimitError for a
-// memory or time limit) and died is true: the pods after it were not tried and may go to
-// another worker. Otherwise err is an *Error for every pod not answered.
-func (o *Overlay) callWorker(ctx context.Context, pods []wirePod, env *Env, envs []*Env) (results []*wireResult, died bool, err error) {
+// A batch is the pods of an apply in worker processes and their answers.
+type batch struct {
+	pods  []*corev1.Pod
+	env   *Env   // the ctx of every pod, when envs is nil
+	envs  []*Env // the ctx of each pod
+	first bool   // whether to stop at the first pod that fails
+	todo  []int  // the indices in pods of the pods still to apply, in order
+
+	out    []*corev1.Pod
+	errs   []error
+	failed bool // whether a pod has failed
+}
+
+// callWorker compiles the overlay in a worker if the worker has not, and applies it to the
+// pods of b still to do, if any, setting their results and errors in b. It returns the number
+// n of them the worker answered. If the worker died while it applied the overlay to the pod
+// after them, err is that pod's *Error (a *LimitError for a memory or time limit) and died is
+// true: the pods after it were not tried and may go to another worker. Otherwise err is an
+// *Error for every pod not answered.
+func (o *Overlay) callWorker(ctx context.Context, b *batch) (n int, died bool, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, false, &Error{Overlay: o.name, Err: err}
+		return 0, false, &Error{Overlay: o.name, Err: err}
 	}
 	r := o.remote
 	w, err := r.pool.get(r.limit)
 	if err != nil {
-		return nil, false, &Error{Overlay: o.name, Err: err}
+		return 0, false, &Error{Overlay: o.name, Err: err}
 	}
 	defer r.pool.put(w)
-	req := &wireRequest{Key: r.script.Key, Pods: pods, Env: env, Envs: envs}
-	// Each pod may take the time limit, and a worker that compiles the script first may
-	// take it for the top level and each module too; the parent allows a grace period more.
-	timeout := o.opts.timeout()
-	each, first := timeout+workerGrace, workerGrace
-	if len(pods) > 0 {
-		first += timeout
-	}
-	if !w.scripts[r.script.Key] {
-		req.Define = r.script
-		first += time.Duration(len(r.script.Loads)+1) * timeout
-	}
 	var print func(*wirePrint)
 	if r.print != nil {
 		print = func(p *wirePrint) {
@@ -563,30 +609,142 @@ func (o *Overlay) callWorker(ctx context.Context, pods []wirePod, env *Env, envs
 			r.print(syntax.MakePosition(&file, p.Line, p.Col), p.Msg)
 		}
 	}
-	resp, fail, err := w.call(ctx, req, first, each, print, func(res *wireResult) {
-		results = append(results, res)
-	})
-	switch fail {
-	case 0:
-	case failTime:
-		return results, true, &Error{Overlay: o.name, Err: &LimitError{Limit: "time", Value: timeout.String()}}
-	case failCtx:
-		return results, false, &Error{Overlay: o.name, Err: ctx.Err()}
-	case failMemory:
-		return results, true, &Error{Overlay: o.name, Err: &LimitError{Limit: "memory", Value: FormatSize(r.limit)}}
-	default:
-		// A worker that failed before its first answer may be broken: trying the other
-		// pods in another would fail as often.
-		return results, len(results) > 0, &Error{Overlay: o.name, Err: err}
+	// Compiling may take the time limit for the top level and each module, and each pod may
+	// take it; the parent allows a grace period more.
+	timeout := o.opts.timeout()
+	failure := func(fail workerFailure, err error, answered int) (int, bool, error) {
+		switch fail {
+		case failTime:
+			return answered, true, &Error{Overlay: o.name, Err: &LimitError{Limit: "time", Value: timeout.String()}}
+		case failCtx:
+			return answered, false, &Error{Overlay: o.name, Err: ctx.Err()}
+		case failMemory:
+			return answered, true, &Error{Overlay: o.name, Err: &LimitError{Limit: "memory", Value: FormatSize(r.limit)}}
+		default:
+			// A worker that failed before its first answer may be broken: trying the other
+			// pods in another would fail as often.
+			return answered, answered > 0, &Error{Overlay: o.name, Err: err}
+		}
 	}
-	if resp.Err != nil {
-		return nil, false, resp.Err.error()
+	if !w.scripts[r.script.Key] {
+		var compileErr *wireError
+		fail, err := w.call(ctx, workerGrace+time.Duration(len(r.script.Loads)+1)*timeout, 0, false,
+			func(in *bufio.Writer) error {
+				if err := writeJSONFrame(in, frameDefine, r.script); err != nil {
+					return err
+				}
+				return in.Flush()
+			}, print,
+			func(kind byte, body []byte) (bool, error) {
+				if kind != frameDone {
+					return false, fmt.Errorf("got a frame of kind %q, want done", kind)
+				}
+				if len(body) > 0 {
+					compileErr = new(wireError)
+					if err := json.Unmarshal(body, compileErr); err != nil {
+						return false, fmt.Errorf("malformed compile error: %v", err)
+					}
+				}
+				return true, nil
+			})
+		if fail != 0 {
+			// Compiling is the same for every pod.
+			_, _, err := failure(fail, err, 0)
+			return 0, false, err
+		}
+		if compileErr != nil {
+			return 0, false, compileErr.error()
+		}
+		w.scripts[r.script.Key] = true
 	}
-	w.scripts[r.script.Key] = true
-	if len(results) != len(pods) {
-		return results, false, &Error{Overlay: o.name, Err: fmt.Errorf("overlay worker answered %d pods, want %d", len(results), len(pods))}
+	if b == nil || len(b.todo) == 0 {
+		return 0, false, nil
 	}
-	return results, false, nil
+	fail, err := w.call(ctx, workerGrace+timeout, workerGrace+timeout, len(b.todo) > 1,
+		func(in *bufio.Writer) error { return w.sendPods(in, r.script.Key, b) }, print,
+		func(kind byte, body []byte) (bool, error) {
+			if kind == frameDone {
+				if n != len(b.todo) {
+					return false, fmt.Errorf("answered %d pods, want %d", n, len(b.todo))
+				}
+				return true, nil
+			}
+			if n == len(b.todo) {
+				return false, fmt.Errorf("answered more than %d pods", len(b.todo))
+			}
+			i := b.todo[n]
+			switch kind {
+			case frameResult:
+				if !b.failed || !b.first {
+					pod, err := decodePod(body)
+					if err != nil {
+						b.errs[i] = &Error{Overlay: o.name, Err: fmt.Errorf("decoding the result: %v", err)}
+						b.failed = true
+					} else {
+						b.out[i] = pod
+					}
+				}
+			case frameError:
+				var we wireError
+				if err := json.Unmarshal(body, &we); err != nil {
+					return false, fmt.Errorf("malformed error: %v", err)
+				}
+				if !b.failed || !b.first {
+					b.errs[i] = we.error()
+				}
+				b.failed = true
+			default:
+				return false, fmt.Errorf("got a frame of kind %q, want an answer", kind)
+			}
+			n++
+			return false, nil
+		})
+	if fail != 0 {
+		return failure(fail, err, n)
+	}
+	return n, false, nil
+}
+
+// sendPods sends an apply request of the script key to the pods of b still to do.
+func (w *worker) sendPods(in *bufio.Writer, key string, b *batch) error {
+	if err := writeFrame(in, frameApply, []byte(key)); err != nil {
+		return err
+	}
+	w.enc.pod, w.env, w.envData = nil, nil, w.envData[:0]
+	for j, i := range b.todo {
+		env := b.env
+		if b.envs != nil {
+			env = b.envs[i]
+		}
+		if env != w.env || j == 0 {
+			w.envData = w.envData[:0]
+			if env != nil {
+				w.envData = appendEnv(w.envData, env)
+			}
+			w.env = env
+		}
+		pod := b.pods[i]
+		var err error
+		if err = w.enc.encode(pod); err == nil {
+			w.enc.head = appendPodHeader(w.enc.head[:0], w.envData, pod.Kind, pod.APIVersion)
+			err = writeFrame(in, framePod, w.enc.head, w.enc.proto)
+		} else {
+			err = writeFrame(in, frameSkip, []byte(err.Error()))
+		}
+		if err != nil {
+			return err
+		}
+		// The worker starts with the first pod while the parent encodes the next ones.
+		if j == 0 || in.Buffered() >= 8<<10 {
+			if err := in.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := writeFrame(in, frameEnd); err != nil {
+		return err
+	}
+	return in.Flush()
 }
 
 // applyWorker applies the overlay in workers to each pod, with the ctx envs[i] for pods[i]
@@ -595,72 +753,29 @@ func (o *Overlay) callWorker(ctx context.Context, pods []wirePod, env *Env, envs
 // the pods after it go to another worker. With first set it stops at the first pod that
 // fails and gives the pods after it no result and no error.
 func (o *Overlay) applyWorker(ctx context.Context, pods []*corev1.Pod, env *Env, envs []*Env, first bool) ([]*corev1.Pod, []error) {
-	out := make([]*corev1.Pod, len(pods))
-	errs := make([]error, len(pods))
-	// Pods cross the process boundary in the generated Kubernetes protobuf encoding; the
-	// worker still decodes the overlay's result strictly.
-	in := make([]wirePod, 0, len(pods))
-	var ins []*Env
-	if envs != nil {
-		ins = make([]*Env, 0, len(pods))
+	b := &batch{pods: pods, env: env, envs: envs, first: first, todo: make([]int, len(pods)),
+		out: make([]*corev1.Pod, len(pods)), errs: make([]error, len(pods))}
+	for i := range b.todo {
+		b.todo[i] = i
 	}
-	index := make([]int, 0, len(pods)) // the index in pods of each pod of in
-	for i, pod := range pods {
-		data, err := podToWire(pod)
-		if err != nil {
-			errs[i] = &Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %w", err)}
-			if first {
-				return out, errs
-			}
-			continue
-		}
-		in = append(in, data)
-		if envs != nil {
-			ins = append(ins, envs[i])
-		}
-		index = append(index, i)
-	}
-	for len(in) > 0 {
-		results, died, err := o.callWorker(ctx, in, env, ins)
-		for j, res := range results {
-			i := index[j]
-			switch {
-			case res.Err != nil:
-				errs[i] = res.Err.error()
-			case res.Pod == nil:
-				errs[i] = &Error{Overlay: o.name, Err: errors.New("overlay worker answered without a pod")}
-			default:
-				pod, derr := res.Pod.pod()
-				if derr != nil {
-					errs[i] = &Error{Overlay: o.name, Err: fmt.Errorf("decoding the result: %v", derr)}
-				} else {
-					out[i] = pod
-				}
-			}
-			if first && errs[i] != nil {
-				return out, errs
-			}
-		}
-		if err == nil {
+	for len(b.todo) > 0 {
+		n, died, err := o.callWorker(ctx, b)
+		if err == nil || first && b.failed {
 			break
 		}
-		n := len(results)
 		if !died {
-			for _, i := range index[n:] {
-				errs[i] = err
+			for _, i := range b.todo[n:] {
+				b.errs[i] = err
 			}
 			break
 		}
-		errs[index[n]] = err
+		b.errs[b.todo[n]] = err
 		if first {
 			break
 		}
-		in, index = in[n+1:], index[n+1:]
-		if ins != nil {
-			ins = ins[n+1:]
-		}
+		b.todo = b.todo[n+1:]
 	}
-	return out, errs
+	return b.out, b.errs
 }
 
 // ApplyBatch applies the overlay to each of pods, as Apply does, and returns the results in

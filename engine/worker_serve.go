@@ -5,7 +5,9 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"strconv"
 
 	"go.starlark.net/syntax"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The environment of a worker process.
@@ -76,87 +79,156 @@ func limitMemory(limit int64) error {
 	return nil
 }
 
-// serve answers requests read from r on w, one at a time.
+// serve answers requests read from r on w, one at a time, until r ends.
 func serve(r io.Reader, w io.Writer) error {
-	in := bufio.NewReaderSize(r, 64<<10)
-	out := bufio.NewWriterSize(w, 64<<10)
-	scripts := make(map[string]*Overlay)
+	s := &server{in: newFrameReader(r), out: bufio.NewWriterSize(w, 64<<10), scripts: make(map[string]*Overlay)}
+	kind, body, err := s.in.next()
+	if err != nil {
+		if err == io.EOF {
+			return nil
+		}
+		return err
+	}
+	if kind != frameHello || string(body) != protocolVersion {
+		if kind != frameHello {
+			body = nil
+		}
+		return fmt.Errorf("got protocol %q, want %q: the parent is another build of starpod", body, protocolVersion)
+	}
 	for {
-		var req wireRequest
-		if err := readFrame(in, &req); err != nil {
-			if err == io.EOF {
-				return nil
-			}
+		kind, body, err := s.in.next()
+		switch {
+		case err == io.EOF:
+			return nil
+		case err != nil:
 			return err
+		case kind == frameDefine:
+			err = s.define(body)
+		case kind == frameApply:
+			err = s.apply(string(body))
+		default:
+			err = fmt.Errorf("got a frame of kind %q, want a request", kind)
 		}
-		resp, err := handle(scripts, &req, out)
+		if err == nil {
+			err = s.out.Flush()
+		}
 		if err != nil {
-			return err
-		}
-		if err := writeFrame(out, resp); err != nil {
 			return err
 		}
 	}
 }
 
-// handle serves one request; print() output goes to out as it happens.
-func handle(scripts map[string]*Overlay, req *wireRequest, out *bufio.Writer) (*wireResponse, error) {
-	var printErr error
-	if d := req.Define; d != nil {
-		if _, ok := scripts[d.Key]; !ok {
-			o, err := Compile(d.Name, d.Src, d.options(func(pos syntax.Position, msg string) {
-				if printErr == nil {
-					printErr = bufferFrame(out, &wireResponse{Print: &wirePrint{File: pos.Filename(), Line: pos.Line, Col: pos.Col, Msg: msg}})
-				}
-			}))
-			if printErr != nil {
-				return nil, printErr
-			}
-			if err != nil {
-				return &wireResponse{Err: toWire(err), Done: true}, nil
-			}
-			scripts[d.Key] = o
+// A server is the state of a worker.
+type server struct {
+	in       *frameReader
+	out      *bufio.Writer
+	scripts  map[string]*Overlay // by key
+	printErr error               // the first error writing print() output
+
+	// The ctx and pod decoded last, and their encodings.
+	lastEnvData, lastPodData []byte
+	lastEnv                  *Env
+	lastPod                  *corev1.Pod
+
+	enc podEncoder
+}
+
+// print sends print() output to the parent.
+func (s *server) print(pos syntax.Position, msg string) {
+	if s.printErr == nil {
+		s.printErr = writeJSONFrame(s.out, framePrint, &wirePrint{File: pos.Filename(), Line: pos.Line, Col: pos.Col, Msg: msg})
+	}
+}
+
+// define compiles a script, unless it has, and answers done.
+func (s *server) define(body []byte) error {
+	var d wireScript
+	if err := json.Unmarshal(body, &d); err != nil {
+		return fmt.Errorf("decoding a script: %v", err)
+	}
+	if _, ok := s.scripts[d.Key]; !ok {
+		o, err := Compile(d.Name, d.Src, d.options(s.print))
+		if s.printErr != nil {
+			return s.printErr
 		}
+		if err != nil {
+			return writeJSONFrame(s.out, frameDone, toWire(err))
+		}
+		s.scripts[d.Key] = o
 	}
-	resp := &wireResponse{Done: true}
-	if len(req.Pods) == 0 {
-		return resp, nil
-	}
-	o, ok := scripts[req.Key]
+	return writeFrame(s.out, frameDone)
+}
+
+// apply applies the script key to each pod that follows, until the end frame, and answers
+// each as soon as it is done: if a later pod kills the worker, the parent still has the
+// answers before it and knows which pod did.
+func (s *server) apply(key string) error {
+	o, ok := s.scripts[key]
 	if !ok {
-		return nil, fmt.Errorf("apply of unknown script %s", req.Key)
+		return fmt.Errorf("apply of unknown script %s", key)
 	}
-	if req.Envs != nil && len(req.Envs) != len(req.Pods) {
-		return nil, fmt.Errorf("got %d envs for %d pods", len(req.Envs), len(req.Pods))
-	}
-	for i, data := range req.Pods {
-		pod, err := data.pod()
+	for {
+		kind, body, err := s.in.next()
 		if err != nil {
-			return nil, fmt.Errorf("decoding a pod: %v", err)
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
 		}
-		env := req.Env
-		if req.Envs != nil {
-			env = req.Envs[i]
+		switch kind {
+		case framePod:
+			err = s.applyPod(o, body)
+		case frameSkip:
+			err = writeJSONFrame(s.out, frameError, toWire(&Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %s", body)}))
+		case frameEnd:
+			return writeFrame(s.out, frameDone)
+		default:
+			err = fmt.Errorf("got a frame of kind %q, want a pod", kind)
 		}
-		res, err := o.Apply(context.Background(), pod, env)
-		if printErr != nil {
-			return nil, printErr
+		if err == nil {
+			err = s.out.Flush()
 		}
-		var result wireResult
 		if err != nil {
-			result.Err = toWire(err)
-		} else if data, err := podToWire(res); err != nil {
-			result.Err = toWire(&Error{Overlay: o.name, Err: err})
-		} else {
-			result.Pod = &data
-		}
-		// Each answer goes out at once: if a later pod kills the worker, the parent
-		// still has the answers before it and knows which pod did.
-		if err := writeFrame(out, &wireResponse{Result: &result}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return resp, nil
+}
+
+// applyPod applies o to the pod of a pod frame and writes the answer.
+func (s *server) applyPod(o *Overlay, body []byte) error {
+	d := &decoder{b: body}
+	envData := d.bytes()
+	if d.err != nil {
+		return fmt.Errorf("decoding a pod: %v", d.err)
+	}
+	podData := d.b
+	if s.lastEnvData == nil || !bytes.Equal(envData, s.lastEnvData) {
+		env, err := decodeEnv(envData)
+		if err != nil {
+			return fmt.Errorf("decoding a pod: %v", err)
+		}
+		s.lastEnv, s.lastEnvData = env, append(s.lastEnvData[:0], envData...)
+	}
+	if s.lastPod == nil || !bytes.Equal(podData, s.lastPodData) {
+		s.lastPod = nil
+		pod, err := decodePod(podData)
+		if err != nil {
+			return fmt.Errorf("decoding a pod: %v", err)
+		}
+		s.lastPod, s.lastPodData = pod, append(s.lastPodData[:0], podData...)
+	}
+	res, err := o.Apply(context.Background(), s.lastPod, s.lastEnv)
+	if s.printErr != nil {
+		return s.printErr
+	}
+	if err != nil {
+		return writeJSONFrame(s.out, frameError, toWire(err))
+	}
+	if err := s.enc.encode(res); err != nil {
+		return writeJSONFrame(s.out, frameError, toWire(&Error{Overlay: o.name, Err: fmt.Errorf("encoding the result: %v", err)}))
+	}
+	s.enc.head = appendKind(s.enc.head[:0], res.Kind, res.APIVersion)
+	return writeFrame(s.out, frameResult, s.enc.head, s.enc.proto)
 }
 
 // options returns the in-process options of a script sent to a worker.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -18,11 +19,40 @@ import (
 
 // TestMain lets the test binary serve as its own overlay worker.
 func TestMain(m *testing.M) {
+	if os.Getenv(workerProfileEnv) != "" && os.Getenv("STARPOD_ENGINE_WORKER") == "1" {
+		os.Exit(serveWorkerProfiled())
+	}
 	engine.ServeWorkerIfRequested()
 	if os.Getenv(determinismEnv) != "" {
 		os.Exit(determinismChild())
 	}
 	os.Exit(m.Run())
+}
+
+// workerProfileEnv names a file prefix: a worker started by the test binary with it set in its
+// environment writes its CPU profile to PREFIX.PID when its input closes, e.g.
+//
+//	STARPOD_WORKER_CPUPROFILE=/tmp/worker go test -run '^$' -bench ApplyWorkerBatch
+const workerProfileEnv = "STARPOD_WORKER_CPUPROFILE"
+
+// serveWorkerProfiled serves as a worker with a CPU profile and returns the exit code.
+func serveWorkerProfiled() int {
+	f, err := os.Create(fmt.Sprintf("%s.%d", os.Getenv(workerProfileEnv), os.Getpid()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer pprof.StopCPUProfile()
+	if err := engine.ServeWorker(); err != nil {
+		fmt.Fprintf(os.Stderr, "starpod worker: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 // workerOptions returns options for WorkerProcess isolation on pool.
