@@ -311,7 +311,10 @@ func (o *Overlay) newThread(ctx context.Context) (*starlark.Thread, func() *Limi
 		hit.CompareAndSwap(nil, &LimitError{Limit: "time", Value: timeout.String()})
 		thread.Cancel("time limit exceeded")
 	})
-	stopCtx := context.AfterFunc(ctx, func() { thread.Cancel(ctx.Err().Error()) })
+	stopCtx := noStop
+	if ctx.Done() != nil { // a context that cannot be cancelled needs no watching
+		stopCtx = context.AfterFunc(ctx, func() { thread.Cancel(ctx.Err().Error()) })
+	}
 	return thread, func() *LimitError {
 		timer.Stop()
 		stopCtx()
@@ -324,6 +327,8 @@ func (o *Overlay) newThread(ctx context.Context) (*starlark.Thread, func() *Limi
 		return nil
 	}
 }
+
+func noStop() bool { return false }
 
 // load serves a load statement during an apply from the modules loaded at compile time.
 func (o *Overlay) load(thread *starlark.Thread, module string) (starlark.StringDict, error) {

@@ -325,17 +325,24 @@ func (w *walker) addString(s string) {
 	if w.limit == 0 {
 		return
 	}
-	n := int64(len(s)) + 2
+	n := len(s) + 2
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
-			n++
-		case c < 0x20:
-			n += 5
-		}
+		n += int(escapeExtra[s[i]])
 	}
-	w.add(n)
+	w.add(int64(n))
 }
+
+// escapeExtra holds, for each byte, how many bytes its JSON escape adds: one for a quote, a
+// backslash, \n, \r and \t, five for another control character (\u00XX).
+var escapeExtra = func() (t [256]uint8) {
+	for c := range 0x20 {
+		t[c] = 5
+	}
+	for _, c := range []byte{'"', '\\', '\n', '\r', '\t'} {
+		t[c] = 1
+	}
+	return t
+}()
 
 func (w *walker) addInt(i int64) {
 	if w.limit == 0 {
