@@ -219,7 +219,7 @@ func (w *walker) skip(x starlark.Value) {
 }
 
 // skipEntry counts the size of the entry k: x of a dict that is not decoded.
-func skipEntry(w *walker, _ dictVisit, k, x starlark.Value) {
+func skipEntry(w *walker, _ *dictVisit, k, x starlark.Value) {
 	w.add(1) // the colon
 	w.skip(k)
 	if ks, ok := k.(starlark.String); ok {
@@ -424,7 +424,7 @@ func (sd *structDecoder) decode(w *walker, x starlark.Value, v reflect.Value) {
 
 // decodeStructEntry decodes the entry k: x of a dict into the field named k of the struct dv.v,
 // whose decoder is dv.data.
-func decodeStructEntry(w *walker, dv dictVisit, k, x starlark.Value) {
+func decodeStructEntry(w *walker, dv *dictVisit, k, x starlark.Value) {
 	sd := dv.data.(*structDecoder)
 	name, ok := w.mapKey(k)
 	if !ok {
@@ -600,7 +600,7 @@ func (md *mapDecoder) decode(w *walker, x starlark.Value, v reflect.Value) {
 
 // decodeMapEntry decodes the entry k: x of a dict into the map dv.v, whose decoder is dv.data,
 // through the variables dv.key (for string keys) and dv.elem.
-func decodeMapEntry(w *walker, dv dictVisit, k, x starlark.Value) {
+func decodeMapEntry(w *walker, dv *dictVisit, k, x starlark.Value) {
 	md := dv.data.(*mapDecoder)
 	ks, ok := w.mapKey(k)
 	if !ok {
@@ -635,7 +635,7 @@ func stringMapDecoder(w *walker, x starlark.Value, v reflect.Value) {
 }
 
 // decodeStringMapEntry decodes the entry k: x of a dict into the map[string]string dv.data.
-func decodeStringMapEntry(w *walker, dv dictVisit, k, x starlark.Value) {
+func decodeStringMapEntry(w *walker, dv *dictVisit, k, x starlark.Value) {
 	ks, ok := w.mapKey(k)
 	if !ok {
 		return
@@ -819,7 +819,7 @@ func (w *walker) appendJSON(x starlark.Value) {
 }
 
 // appendJSONEntry appends the entry k: x of a dict to the JSON object in w.buf.
-func appendJSONEntry(w *walker, _ dictVisit, k, x starlark.Value) {
+func appendJSONEntry(w *walker, _ *dictVisit, k, x starlark.Value) {
 	ks, ok := w.mapKey(k)
 	if !ok {
 		return

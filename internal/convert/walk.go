@@ -53,19 +53,20 @@ type walker struct {
 	errs  field.ErrorList
 	buf   []byte // scratch space for JSON text
 
-	// visit is the dict whose entries are being visited, and yield the function that
-	// passes each of them to visit.entry; see entries.
-	visit dictVisit
-	yield func(k, x starlark.Value) bool
+	// visits are the dicts whose entries are being visited, innermost last, and yield the
+	// function that passes each entry to the innermost one; see entries.
+	visits []dictVisit
+	yield  func(k, x starlark.Value) bool
 
-	elemsBuf [16]pathElem
-	seenBuf  [16]starlark.Value
+	elemsBuf  [16]pathElem
+	seenBuf   [16]starlark.Value
+	visitsBuf [8]dictVisit
 }
 
 // A dictVisit says what to do with each entry of a dict: call entry with the dictVisit
-// itself, whose other fields hold what entry needs.
+// itself, whose other fields hold what entry needs. Entry must not change the dictVisit.
 type dictVisit struct {
-	entry     func(w *walker, dv dictVisit, k, x starlark.Value)
+	entry     func(w *walker, dv *dictVisit, k, x starlark.Value)
 	data      any           // the decoder, or the Go map being filled
 	v         reflect.Value // the Go value being decoded into
 	key, elem reflect.Value // variables for a map entry
@@ -74,7 +75,8 @@ type dictVisit struct {
 var walkerPool = sync.Pool{New: func() any {
 	w := new(walker)
 	w.yield = func(k, x starlark.Value) bool {
-		w.visit.entry(w, w.visit, k, x)
+		dv := &w.visits[len(w.visits)-1]
+		dv.entry(w, dv, k, x)
 		return true
 	}
 	return w
@@ -83,10 +85,9 @@ var walkerPool = sync.Pool{New: func() any {
 // entries calls dv.entry for each entry of d, in order. A range over d.Entries() would
 // allocate a closure for every dict; entries passes the one yield function of the walker.
 func (w *walker) entries(d *starlark.Dict, dv dictVisit) {
-	outer := w.visit
-	w.visit = dv
+	w.visits = append(w.visits, dv)
 	d.Entries()(w.yield)
-	w.visit = outer
+	w.visits = w.visits[:len(w.visits)-1]
 }
 
 // newWalker returns a walker from the pool, ready for a walk rooted at path.
@@ -95,6 +96,7 @@ func newWalker(root *field.Path) *walker {
 	w.root = root
 	w.elems = w.elemsBuf[:0]
 	w.seen = w.seenBuf[:0]
+	w.visits = w.visitsBuf[:0]
 	return w
 }
 
@@ -298,7 +300,7 @@ func (w *walker) dictToGo(d *starlark.Dict) map[string]any {
 }
 
 // toGoEntry converts the entry k: x of a dict into an entry of the map[string]any dv.data.
-func toGoEntry(w *walker, dv dictVisit, k, x starlark.Value) {
+func toGoEntry(w *walker, dv *dictVisit, k, x starlark.Value) {
 	ks, ok := k.(starlark.String)
 	if !ok {
 		w.invalid("got %s key, want string", k.Type())
