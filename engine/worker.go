@@ -7,7 +7,8 @@ package engine
 //   - The calling process never runs the script: it parses it and its modules (asking its
 //     Loader for each load) but runs no Starlark, so no script can exhaust its memory or stack.
 //   - A worker limits its data segment (heap and thread stacks) to MaxMemory plus 64 MiB for
-//     thread stacks, and its address space likewise, with setrlimit before it reads a script;
+//     thread stacks (and the address space of its ballast, see worker_serve.go, which takes
+//     no memory), and its address space likewise, with setrlimit before it reads a script;
 //     where a cgroup v2 memory controller is writable it also puts itself in a cgroup with
 //     memory.max = MaxMemory. A script that passes the limit kills its worker; the caller gets
 //     an *Error wrapping a *LimitError{Limit: "memory"} naming the overlay, and the pool starts
@@ -431,7 +432,8 @@ func (w *worker) call(ctx context.Context, first, each time.Duration, async bool
 		return r, nil
 	}
 	stderr := w.stderr.String()
-	if outOfMemory(stderr) || killedByOOM(w.cmd.ProcessState) && broke == nil {
+	if outOfMemory(stderr) || killedByOOM(w.cmd.ProcessState) && broke == nil ||
+		runtimeCrash(stderr) && exitPeakRSS(w.cmd.ProcessState) >= w.limit*raceMemoryFactor/4 {
 		return failMemory, nil
 	}
 	if broke != nil {
@@ -455,6 +457,21 @@ func outOfMemory(stderr string) bool {
 		}
 		for _, word := range []string{"memory", "arena", "allocate", "address space", "pthread_create", "stack overflow", "stack exceeds"} {
 			if strings.Contains(line, word) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// runtimeCrash reports whether the standard error of a dead worker says that the Go runtime
+// crashed of a signal, as it may when the memory limit makes its own allocations fail (the
+// collector does not check all of them). With a peak memory of a quarter of the limit or
+// more, it is a death of the memory limit.
+func runtimeCrash(stderr string) bool {
+	for _, line := range strings.Split(stderr, "\n") {
+		for _, prefix := range []string{"SIGSEGV: ", "SIGBUS: ", "unexpected fault address", "fatal error: unexpected signal"} {
+			if strings.HasPrefix(line, prefix) {
 				return true
 			}
 		}
@@ -763,7 +780,7 @@ func (o *Overlay) applyWorker(ctx context.Context, pods []*corev1.Pod, env *Env,
 		if err == nil || first && b.failed {
 			break
 		}
-		if !died {
+		if !died || n == len(b.todo) { // n == len(b.todo): the worker broke the protocol after the last answer
 			for _, i := range b.todo[n:] {
 				b.errs[i] = err
 			}

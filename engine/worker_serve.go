@@ -72,27 +72,44 @@ func limitMemory(limit int64) error {
 	// The rlimit is the hard stop, where an allocation fails and the runtime exits with
 	// "out of memory". There is no soft limit (debug.SetMemoryLimit): near it the collector
 	// runs without pause, and a bomb would take its whole time limit to die.
-	if err := setRlimits(limit * raceMemoryFactor); err != nil {
+	size := min(limit/8, maxBallast)
+	if err := setRlimits(limit*raceMemoryFactor + size); err != nil {
 		return fmt.Errorf("limiting memory: %v", err)
 	}
 	joinMemoryCgroup(limit) // best effort
+	ballast = make([]byte, size)
 	return nil
 }
+
+// maxBallast bounds the size of a worker's ballast.
+const maxBallast = 16 << 20
+
+// ballast is a worker's ballast: an allocation never touched, which takes address space but no
+// memory. A worker's live heap is a few megabytes (its program and a pod or two at a time), so
+// without it the collector would run every few megabytes of allocation, a few dozen pods, and
+// take a fifth of the worker's time; with it the collector aims at a heap larger by twice its
+// size and runs a few times less often. The rlimits allow for its address space, so that a
+// script may use as much as without it.
+var ballast []byte
 
 // serve answers requests read from r on w, one at a time, until r ends.
 func serve(r io.Reader, w io.Writer) error {
 	s := &server{in: newFrameReader(r), out: bufio.NewWriterSize(w, 64<<10), scripts: make(map[string]*Overlay)}
-	kind, body, err := s.in.next()
-	if err != nil {
-		if err == io.EOF {
+	// The kind of the first frame comes before its body: a parent of another protocol gets
+	// an error at once, not a worker that waits for the rest of a frame.
+	if h, err := s.in.r.Peek(5); err != nil {
+		if err == io.EOF && len(h) == 0 {
 			return nil
 		}
+		return io.ErrUnexpectedEOF
+	} else if h[4] != frameHello {
+		return fmt.Errorf("got a frame of kind %q, want the hello of protocol %q: the parent is another build of starpod", h[4], protocolVersion)
+	}
+	_, body, err := s.in.next()
+	if err != nil {
 		return err
 	}
-	if kind != frameHello || string(body) != protocolVersion {
-		if kind != frameHello {
-			body = nil
-		}
+	if string(body) != protocolVersion {
 		return fmt.Errorf("got protocol %q, want %q: the parent is another build of starpod", body, protocolVersion)
 	}
 	for {

@@ -19,8 +19,13 @@ import (
 
 // TestMain lets the test binary serve as its own overlay worker.
 func TestMain(m *testing.M) {
-	if os.Getenv(workerProfileEnv) != "" && os.Getenv("STARPOD_ENGINE_WORKER") == "1" {
-		os.Exit(serveWorkerProfiled())
+	if os.Getenv("STARPOD_ENGINE_WORKER") == "1" {
+		if mode := os.Getenv(brokenWorkerEnv); mode != "" {
+			os.Exit(engine.ServeBrokenWorker(mode))
+		}
+		if os.Getenv(workerProfileEnv) != "" {
+			os.Exit(serveWorkerProfiled())
+		}
 	}
 	engine.ServeWorkerIfRequested()
 	if os.Getenv(determinismEnv) != "" {
@@ -28,6 +33,10 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// brokenWorkerEnv makes a worker started by the test binary break the protocol (see
+// TestWorkerBroken).
+const brokenWorkerEnv = "STARPOD_TEST_BROKEN_WORKER"
 
 // workerProfileEnv names a file prefix: a worker started by the test binary with it set in its
 // environment writes its CPU profile to PREFIX.PID when its input closes, e.g.
@@ -506,5 +515,98 @@ func TestApplyEachContext(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("pod %d: got %v, want context.Canceled", i, err)
 		}
+	}
+}
+
+// TestWorkerBroken checks that a worker that breaks the protocol gives a clear error, neither
+// a hang nor a panic, and is replaced.
+func TestWorkerBroken(t *testing.T) {
+	for _, c := range []struct {
+		mode string
+		want string // the error of Compile, or "" for none
+		each string // the error of each pod, if Compile succeeds
+	}{
+		{"garbage", "overlay worker failed: frame of 1952999795 bytes exceeds the limit of 1073741824", ""},
+		{"cut", "overlay worker failed: exit status 3", ""},
+		{"kind", "overlay worker failed: got a frame of kind 'z', want done", ""},
+		{"pods", "", "decoding the result: "},
+		{"short", "", "overlay worker failed: answered 0 pods, want 3"},
+		{"extra", "", "broken.star: x"}, // and the worker is gone
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			t.Setenv(brokenWorkerEnv, c.mode)
+			pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+			defer pool.Close()
+			o, err := engine.Compile("broken.star", []byte("def overlay(pod):\n    pass\n"), workerOptions(pool))
+			if c.want != "" {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("got %v, want an error containing %q", err, c.want)
+				}
+				var e *engine.Error
+				if !errors.As(err, &e) || e.Overlay != "broken.star" {
+					t.Errorf("got %T, want an *engine.Error naming the overlay", err)
+				}
+				if s := pool.Stats(); s.Alive != 0 {
+					t.Errorf("after the error: stats %+v, want no worker alive", s)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			pods, envs := eachInput(3)
+			_, errs := o.ApplyEach(context.Background(), pods, envs)
+			for i, err := range errs {
+				if err == nil || !strings.Contains(err.Error(), c.each) {
+					t.Errorf("pod %d: got %v, want an error containing %q", i, err, c.each)
+				}
+			}
+			if s, want := pool.Stats().Alive, map[string]int{"pods": 1}[c.mode]; s != want {
+				t.Errorf("after the apply: %d workers alive, want %d", s, want)
+			}
+		})
+	}
+}
+
+// TestApplyEachRepeated applies a chain to pods and ctx values that repeat, the same pointers
+// and equal copies, which the protocol encodes and decodes once, in process and in a worker.
+func TestApplyEachRepeated(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	p0, p1 := mixedPod(0), mixedPod(3)
+	e0 := &engine.Env{ReplicaID: 0, NumReplicas: 2, Args: map[string]string{"k": "a", "j": "b"}}
+	e3 := &engine.Env{ReplicaID: 3, NumReplicas: 2, Args: map[string]string{"k": "a"}}
+	pods := []*corev1.Pod{p0, p0, p1, mixedPod(0), p1, p1, p0, mixedPod(3)}
+	envs := []*engine.Env{e0, e0, e3, e0, {ReplicaID: 3, NumReplicas: 2, Args: map[string]string{"k": "a"}}, e3, e3, e0}
+	local := compileEach(t, nil)
+	remote := compileEach(t, workerOptions(pool))
+	for round := range 2 {
+		got, errs := remote.ApplyEach(context.Background(), pods, envs)
+		for i := range pods {
+			want, werr := local.Apply(context.Background(), pods[i], envs[i])
+			sameErrors(t, fmt.Sprint("round ", round, " pod ", i), werr, errs[i])
+			if diff := cmp.Diff(want, got[i]); diff != "" {
+				t.Errorf("round %d pod %d (-Apply +ApplyEach):\n%s", round, i, diff)
+			}
+			if i > 0 && got[i] != nil && got[i] == got[i-1] {
+				t.Errorf("round %d: pods %d and %d are the same pointer", round, i-1, i)
+			}
+		}
+		// Batches of one pod, and a nil ctx between pods with one.
+		for i, pod := range pods {
+			env := envs[i]
+			if i%3 == 0 {
+				env = nil
+			}
+			want, werr := local.Apply(context.Background(), pod, env)
+			got, err := remote.Apply(context.Background(), pod, env)
+			sameErrors(t, fmt.Sprint("Apply of pod ", i), werr, err)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Apply of pod %d (-in process +worker):\n%s", i, diff)
+			}
+		}
+	}
+	if s := pool.Stats(); s.Started != 1 {
+		t.Errorf("stats %+v, want one worker started", s)
 	}
 }

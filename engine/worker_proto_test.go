@@ -1,0 +1,305 @@
+package engine
+
+// This file tests the protocol of worker processes in process: frames, the encodings of ctx
+// and pods, and a worker's answers to requests it cannot serve. It also defines the broken
+// workers of TestWorkerBroken (worker_test.go).
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestFrames(t *testing.T) {
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	big := bytes.Repeat([]byte("x"), 100<<10) // larger than the reader's buffer
+	frames := []struct {
+		kind byte
+		body []byte
+	}{{frameHello, []byte(protocolVersion)}, {frameEnd, nil}, {framePod, big}, {frameResult, []byte("abc")}}
+	for _, f := range frames {
+		if err := writeFrame(w, f.kind, f.body[:len(f.body)/2], f.body[len(f.body)/2:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Flush()
+	data := buf.Bytes()
+	r := newFrameReader(bytes.NewReader(data))
+	for i, f := range frames {
+		kind, body, err := r.next()
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if kind != f.kind || !bytes.Equal(body, f.body) {
+			t.Errorf("frame %d: got kind %q and %d bytes, want %q and %d", i, kind, len(body), f.kind, len(f.body))
+		}
+	}
+	if _, _, err := r.next(); err != io.EOF {
+		t.Errorf("at the end: got %v, want io.EOF", err)
+	}
+	// Cut anywhere but between frames, the input is an unexpected end.
+	for _, n := range []int{1, 4, 5, 5 + len(protocolVersion) - 1, len(data) - 1} {
+		r := newFrameReader(bytes.NewReader(data[:n]))
+		var err error
+		for err == nil {
+			_, _, err = r.next()
+		}
+		if err != io.ErrUnexpectedEOF {
+			t.Errorf("cut at %d bytes: got %v, want io.ErrUnexpectedEOF", n, err)
+		}
+	}
+	r = newFrameReader(strings.NewReader("this is not a frame"))
+	if _, _, err := r.next(); err == nil || !strings.Contains(err.Error(), "exceeds the limit") {
+		t.Errorf("garbage: got %v, want a frame that exceeds the limit", err)
+	}
+}
+
+func TestEnvEncoding(t *testing.T) {
+	for _, env := range []*Env{
+		nil,
+		{},
+		{AppID: "app", Role: "trainer", ReplicaID: 3, NumReplicas: -1, Scheduler: "kubernetes"},
+		{ReplicaID: 1 << 40, Args: map[string]string{"k": "v"}},
+		{Args: map[string]string{"b": "2", "a": "1", "": "", "c": strings.Repeat("é", 300)}},
+	} {
+		var data []byte
+		if env != nil {
+			data = appendEnv(nil, env)
+			if again := appendEnv(nil, env); !bytes.Equal(data, again) {
+				t.Errorf("%+v: two encodings differ", env)
+			}
+		}
+		got, err := decodeEnv(data)
+		if err != nil {
+			t.Errorf("%+v: %v", env, err)
+			continue
+		}
+		if diff := cmp.Diff(env, got); diff != "" {
+			t.Errorf("round trip (-want +got):\n%s", diff)
+		}
+		// Every cut and every extra byte is an error, never a panic.
+		for n := 1; n < len(data); n++ {
+			if _, err := decodeEnv(data[:n]); err == nil {
+				t.Errorf("%+v cut at %d of %d bytes: got no error", env, n, len(data))
+			}
+		}
+		if env != nil {
+			if _, err := decodeEnv(append(data, 0)); err == nil {
+				t.Errorf("%+v with a byte more: got no error", env)
+			}
+		}
+	}
+	if _, err := decodeEnv([]byte{2}); err == nil || !strings.Contains(err.Error(), "format 2") {
+		t.Errorf("format 2: got %v, want an error naming it", err)
+	}
+}
+
+func TestPodEncoding(t *testing.T) {
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"a": "b"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	var e podEncoder
+	if err := e.encode(pod); err != nil {
+		t.Fatal(err)
+	}
+	data := append(appendKind(nil, pod.Kind, pod.APIVersion), e.proto...)
+	got, err := decodePod(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(pod, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	// The encoder keeps the encoding of the pod it encoded last.
+	proto := e.proto
+	if err := e.encode(pod); err != nil || &e.proto[0] != &proto[0] {
+		t.Errorf("encoding the same pod again: got %v and a new encoding, want the same one", err)
+	}
+	// A cut in the kind or apiVersion is an error; a cut in the protobuf is an error or a
+	// pod with fewer fields, never a panic.
+	head := len(appendKind(nil, pod.Kind, pod.APIVersion))
+	for n := 0; n < len(data); n++ {
+		_, err := decodePod(data[:n])
+		if n < head && err == nil {
+			t.Errorf("cut at %d bytes, in the kind: got no error", n)
+		}
+	}
+	if _, err := decodePod(append(data[:head:head], 0xff, 0xff)); err == nil {
+		t.Errorf("a malformed protobuf encoding: got no error")
+	}
+}
+
+// serveFrames serves the frames of in and returns what serve returned and wrote.
+func serveFrames(t *testing.T, in []byte) ([]byte, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := serve(bytes.NewReader(in), &out)
+	return out.Bytes(), err
+}
+
+// frames returns the encoding of frames of the given kinds and bodies.
+func frames(kindsAndBodies ...any) []byte {
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	for i := 0; i < len(kindsAndBodies); i += 2 {
+		writeFrame(w, kindsAndBodies[i].(byte), []byte(kindsAndBodies[i+1].(string)))
+	}
+	w.Flush()
+	return buf.Bytes()
+}
+
+// TestServeRefuses checks that a worker stops with a clear error on input it cannot serve.
+func TestServeRefuses(t *testing.T) {
+	hello := frames(byte(frameHello), protocolVersion)
+	for _, c := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"other version", frames(byte(frameHello), "starpod-worker/1"), `got protocol "starpod-worker/1", want "starpod-worker/2"`},
+		{"no hello", frames(byte(frameDefine), "{}"), `got a frame of kind 'D', want the hello of protocol "starpod-worker/2"`},
+		{"JSON frame", append(binary.BigEndian.AppendUint32(nil, 100), `{"Key":`...), `got a frame of kind '{', want the hello`},
+		{"cut hello", []byte{0, 0}, `unexpected EOF`},
+		{"unknown request", slices.Concat(hello, frames(byte('Z'), "")), `got a frame of kind 'Z', want a request`},
+		{"bad script", slices.Concat(hello, frames(byte(frameDefine), "{")), `decoding a script: `},
+		{"unknown script", slices.Concat(hello, frames(byte(frameApply), "k")), `apply of unknown script k`},
+		{"cut request", slices.Concat(hello, []byte{0, 0}), `unexpected EOF`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := serveFrames(t, c.in)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	if out, err := serveFrames(t, hello); err != nil || len(out) != 0 {
+		t.Errorf("hello alone: got %q and %v, want nothing", out, err)
+	}
+}
+
+// TestServeApply drives a worker in process: a define, and an apply whose pod frames are
+// malformed, cut or unexpected.
+func TestServeApply(t *testing.T) {
+	script := `{"Key":"k","Name":"o.star","Src":"ZGVmIG92ZXJsYXkocG9kKTogcGFzcwo="}` // def overlay(pod): pass
+	var e podEncoder
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	if err := e.encode(pod); err != nil {
+		t.Fatal(err)
+	}
+	good := string(append(appendPodHeader(nil, appendEnv(nil, &Env{Role: "r"}), "Pod", "v1"), e.proto...))
+	start := frames(byte(frameHello), protocolVersion, byte(frameDefine), script, byte(frameApply), "k")
+	out, err := serveFrames(t, slices.Concat(start, frames(byte(framePod), good, byte(framePod), good, byte(frameSkip), "no", byte(frameEnd), "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newFrameReader(bytes.NewReader(out))
+	var kinds []byte
+	for {
+		kind, body, err := r.next()
+		if err != nil {
+			if err != io.EOF {
+				t.Fatal(err)
+			}
+			break
+		}
+		kinds = append(kinds, kind)
+		switch kind {
+		case frameResult:
+			got, err := decodePod(body)
+			if err != nil || got.Name != "p" || got.Kind != "Pod" {
+				t.Errorf("got %v, %v, want pod p", got, err)
+			}
+		case frameError:
+			if !strings.Contains(string(body), "converting the input pod: no") {
+				t.Errorf("got error %s, want the parent's", body)
+			}
+		}
+	}
+	if got, want := string(kinds), "drred"; got != want {
+		t.Errorf("got answers %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		name, body, want string
+	}{
+		{"no ctx length", "", "decoding a pod: malformed frame"},
+		{"bad ctx", "\x01\x07", "decoding a pod: ctx of format 7, want 1"},
+		{"cut kind", "\x00\x05Po", "decoding a pod: malformed frame"},
+		{"bad protobuf", "\x00\x03Pod\x02v1\xff\xff", "decoding a pod: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := serveFrames(t, slices.Concat(start, frames(byte(framePod), c.body)))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	if _, err := serveFrames(t, slices.Concat(start, frames(byte(frameDefine), script))); err == nil || !strings.Contains(err.Error(), "want a pod") {
+		t.Errorf("a define within an apply: got %v, want an error", err)
+	}
+	if _, err := serveFrames(t, slices.Concat(start, frames(byte(framePod), good))); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("an apply without its end: got %v, want io.ErrUnexpectedEOF", err)
+	}
+}
+
+// ServeBrokenWorker serves as a worker that breaks the protocol in the way mode says, for
+// TestWorkerBroken, and returns the exit code.
+func ServeBrokenWorker(mode string) int {
+	in := newFrameReader(os.Stdin)
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	for {
+		kind, _, err := in.next()
+		if err != nil {
+			return 0
+		}
+		switch {
+		case mode == "garbage":
+			out.WriteString("this is not a frame")
+		case mode == "cut":
+			out.Write([]byte{0, 0, 0, 100, frameDone, 1, 2, 3})
+			out.Flush()
+			return 3
+		case mode == "kind" && kind != frameHello:
+			writeFrame(out, 'z')
+		case mode == "extra" && kind == frameEnd:
+			writeFrame(out, frameError, []byte(`{"Msg":"x"}`))
+			writeFrame(out, frameDone)
+		case kind == frameDefine || kind == frameEnd:
+			writeFrame(out, frameDone)
+		case mode == "pods" && kind == framePod:
+			writeFrame(out, frameResult, appendKind(nil, "Pod", "v1"), []byte{0xff, 0xff})
+		case mode == "extra" && kind == framePod:
+			writeFrame(out, frameError, []byte(`{"Overlay":"broken.star","Msg":"x"}`))
+		}
+		out.Flush()
+	}
+}
+
+func TestRuntimeCrash(t *testing.T) {
+	for _, c := range []struct {
+		stderr string
+		want   bool
+	}{
+		// The collector, out of address space for its span queue.
+		{"SIGSEGV: segmentation violation\nPC=0x4394dd m=0 sigcode=1 addr=0x0\n\ngoroutine 0 gp=0x199d760 m=0 mp=0x199e940 [idle]:\nruntime.(*spanQueue).tryDrain(0x7ffe00000400?, 0x44132f?, 0x663588c8?)\n", true},
+		{"fatal error: unexpected signal during runtime execution\n[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x4394dd]\n", true},
+		// A panic of Go code is not a crash of the runtime.
+		{"panic: runtime error: invalid memory address or nil pointer dereference\n[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x4394dd]\n", false},
+		{"starpod worker: got protocol \"x\", want \"starpod-worker/2\"\n", false},
+	} {
+		if got := runtimeCrash(c.stderr); got != c.want {
+			t.Errorf("runtimeCrash(%q) = %v, want %v", c.stderr, got, c.want)
+		}
+	}
+}
