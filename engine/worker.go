@@ -293,11 +293,11 @@ func (p *WorkerPool) start(limit int64) (*worker, error) {
 		}
 		path = exe
 	}
-	inR, inW, err := os.Pipe()
+	inR, inW, err := pipe()
 	if err != nil {
 		return nil, err
 	}
-	outR, outW, err := os.Pipe()
+	outR, outW, err := pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()

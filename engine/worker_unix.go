@@ -126,3 +126,15 @@ func killedByOOM(state *os.ProcessState) bool {
 	ws, ok := state.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
+
+// pipe returns a pipe in blocking mode. A read of the parent waits in the kernel, which wakes
+// it as soon as the worker writes, and the worker's standard input and output (the other
+// ends) are blocking too: a pipe of os.Pipe goes through the runtime's network poller, whose
+// wake-ups cost more than an answer of the worker takes to decode.
+func pipe() (r, w *os.File, err error) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
+}
