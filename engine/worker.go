@@ -124,6 +124,7 @@ type WorkerPool struct {
 	idle   map[int64][]*worker // by memory limit
 	alive  int
 	closed bool
+	procs  map[*worker]bool // the workers whose process has not exited
 
 	started atomic.Int64
 	peak    atomic.Int64 // the highest peak resident set size of any worker, in bytes
@@ -135,7 +136,7 @@ func NewWorkerPool(opts *WorkerPoolOptions) *WorkerPool {
 		opts = &WorkerPoolOptions{}
 	}
 	p := &WorkerPool{path: opts.Path, args: append([]string(nil), opts.Args...), size: opts.Size,
-		idle: make(map[int64][]*worker)}
+		idle: make(map[int64][]*worker), procs: make(map[*worker]bool)}
 	if p.size <= 0 {
 		p.size = runtime.GOMAXPROCS(0)
 	}
@@ -173,15 +174,23 @@ type WorkerStats struct {
 	PeakRSS int64 // the highest peak resident set size of any worker seen so far, in bytes
 }
 
-// Stats returns the pool's counts. Peak memory is known for workers that have exited and for
-// workers between applies.
+// Stats returns the pool's counts. Peak memory counts the workers alive now and those that
+// have exited.
 func (p *WorkerPool) Stats() WorkerStats {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := WorkerStats{Started: int(p.started.Load()), Alive: p.alive, PeakRSS: p.peak.Load()}
+	pids := make([]int, 0, len(p.procs))
+	for w := range p.procs {
+		pids = append(pids, w.cmd.Process.Pid)
+	}
+	s := WorkerStats{Started: int(p.started.Load()), Alive: p.alive}
 	for _, ws := range p.idle {
 		s.Idle += len(ws)
 	}
+	p.mu.Unlock()
+	for _, pid := range pids {
+		p.notePeak(peakRSS(pid))
+	}
+	s.PeakRSS = p.peak.Load()
 	return s
 }
 
@@ -243,9 +252,6 @@ func (p *WorkerPool) get(limit int64) (*worker, error) {
 
 // put returns a worker to the pool after an apply, or retires it if it is dead.
 func (p *WorkerPool) put(w *worker) {
-	if !w.dead {
-		p.notePeak(peakRSS(w.cmd.Process.Pid))
-	}
 	p.mu.Lock()
 	if w.dead || p.closed {
 		p.alive--
@@ -319,10 +325,16 @@ func (p *WorkerPool) start(limit int64) (*worker, error) {
 		return nil, fmt.Errorf("starting an overlay worker: %v", err)
 	}
 	p.started.Add(1)
+	p.mu.Lock()
+	p.procs[w] = true
+	p.mu.Unlock()
 	go func() {
 		cmd.Wait()
 		removeCgroup(cmd.Process.Pid)
 		p.notePeak(exitPeakRSS(cmd.ProcessState))
+		p.mu.Lock()
+		delete(p.procs, w)
+		p.mu.Unlock()
 		close(w.exited)
 	}()
 	return w, nil

@@ -26,6 +26,7 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -240,11 +241,12 @@ func (fr *frameReader) next() (kind byte, body []byte, err error) {
 			fr.r.Discard(int(n))
 		}
 	} else {
-		if cap(fr.buf) < int(n) {
-			fr.buf = make([]byte, n)
-		}
-		body = fr.buf[:n]
-		_, err = io.ReadFull(fr.r, body)
+		// The buffer grows as the body comes, not at once to the length a broken peer
+		// announces.
+		b := bytes.NewBuffer(fr.buf[:0])
+		_, err = io.CopyN(b, fr.r, int64(n))
+		fr.buf = b.Bytes()
+		body = fr.buf
 	}
 	if err != nil {
 		if err == io.EOF {

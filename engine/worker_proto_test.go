@@ -49,7 +49,7 @@ func TestFrames(t *testing.T) {
 		t.Errorf("at the end: got %v, want io.EOF", err)
 	}
 	// Cut anywhere but between frames, the input is an unexpected end.
-	for _, n := range []int{1, 4, 5, 5 + len(protocolVersion) - 1, len(data) - 1} {
+	for _, n := range []int{1, 4, 5, 5 + len(protocolVersion) - 1, 5 + len(protocolVersion) + 5 + 5 + 50000, len(data) - 1} {
 		r := newFrameReader(bytes.NewReader(data[:n]))
 		var err error
 		for err == nil {
