@@ -86,8 +86,8 @@ const maxBallast = 16 << 20
 
 // ballast is a worker's ballast: an allocation never touched, which takes address space but no
 // memory. A worker's live heap is a few megabytes (its program and a pod or two at a time), so
-// without it the collector would run every few megabytes of allocation, a few dozen pods, and
-// take a fifth of the worker's time; with it the collector aims at a heap larger by twice its
+// without it the collector would run every few megabytes of allocation (a hundred pods or
+// so) and take a fifth of the worker's time; with it the collector aims at a heap larger by twice its
 // size and runs a few times less often. The rlimits allow for its address space, so that a
 // script may use as much as without it.
 var ballast []byte
@@ -98,10 +98,13 @@ func serve(r io.Reader, w io.Writer) error {
 	// The kind of the first frame comes before its body: a parent of another protocol gets
 	// an error at once, not a worker that waits for the rest of a frame.
 	if h, err := s.in.r.Peek(5); err != nil {
-		if err == io.EOF && len(h) == 0 {
-			return nil
+		if err == io.EOF {
+			if len(h) == 0 {
+				return nil
+			}
+			err = io.ErrUnexpectedEOF
 		}
-		return io.ErrUnexpectedEOF
+		return err
 	} else if h[4] != frameHello {
 		return fmt.Errorf("got a frame of kind %q, want the hello of protocol %q: the parent is another build of starpod", h[4], protocolVersion)
 	}
