@@ -610,3 +610,36 @@ func TestApplyEachRepeated(t *testing.T) {
 		t.Errorf("stats %+v, want one worker started", s)
 	}
 }
+
+// TestApplyEachKilledWhileSending kills a worker at the first pod of a batch larger than the
+// pipe and buffers between the processes hold, while the parent is still sending the others:
+// the first pod gets the limit's error and the others go to another worker.
+func TestApplyEachKilledWhileSending(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	opts := workerOptions(pool)
+	opts.Timeout = 200 * time.Millisecond
+	// One step that outlasts the time limit (or passes the memory limit) at the first pod.
+	slow := compile(t, "def overlay(pod, ctx):\n"+
+		"    if ctx.replica_id == 0:\n"+
+		"        s = set(range(1 << 26))\n"+
+		"    pod[\"metadata\"][\"labels\"] = {\"r\": str(ctx.replica_id)}\n", opts)
+	const n = 300
+	pods, envs := eachInput(n)
+	for _, pod := range pods {
+		pod.Annotations = map[string]string{"big": strings.Repeat("x", 4<<10)}
+	}
+	got, errs := slow.ApplyEach(context.Background(), pods, envs)
+	var lim *engine.LimitError
+	if !errors.As(errs[0], &lim) || lim.Limit != "time" && lim.Limit != "memory" {
+		t.Errorf("pod 0: got %v, want a time (or memory) LimitError", errs[0])
+	}
+	for i := 1; i < n; i++ {
+		if errs[i] != nil || got[i].Labels["r"] != fmt.Sprint(i) || len(got[i].Annotations["big"]) != 4<<10 {
+			t.Fatalf("pod %d: got error %v, want label r: %d and the annotation", i, errs[i], i)
+		}
+	}
+	if s := pool.Stats(); s.Started != 2 {
+		t.Errorf("stats %+v, want 2 workers started", s)
+	}
+}
