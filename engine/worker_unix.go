@@ -133,8 +133,17 @@ func killedByOOM(state *os.ProcessState) bool {
 // wake-ups cost more than an answer of the worker takes to decode.
 func pipe() (r, w *os.File, err error) {
 	var p [2]int
-	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
-		return nil, nil, os.NewSyscallError("pipe2", err)
+	// As os.Pipe does where there is no pipe2: no process starts between the pipe and
+	// close-on-exec.
+	syscall.ForkLock.RLock()
+	err = syscall.Pipe(p[:])
+	if err == nil {
+		syscall.CloseOnExec(p[0])
+		syscall.CloseOnExec(p[1])
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return nil, nil, os.NewSyscallError("pipe", err)
 	}
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }
