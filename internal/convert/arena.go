@@ -19,8 +19,12 @@ const (
 
 // An arena hands out Starlark values carved from chunks. Each slot of a chunk is handed out
 // once and never written again by the arena, so values from one arena may outlive it, be
-// shared between goroutines and be mutated by scripts as any other values are; chunks that
-// are partly used stay in the arena for its next user.
+// shared between goroutines and be mutated by scripts as any other values are.
+//
+// A chunk lives as long as any value in it, and the collector scans all of it: a dead dict in
+// a live chunk keeps its entries alive. Chunks shared by the values of two ToStarlark calls
+// would chain one pod's values to the next one's, so each call ends with [arena.reset] and
+// the values of one call never share a chunk with another's.
 //
 // A dict or list from an arena is an ordinary *starlark.Dict or *starlark.List. An element
 // slice of a list has no spare capacity, so a list that grows moves its elements out of the
@@ -90,3 +94,7 @@ func (a *arena) list(n int) (*starlark.List, []starlark.Value) {
 	*l = *starlark.NewList(elems)
 	return l, elems
 }
+
+// reset drops the arena's chunks, partly used or not, so that the next values come from new
+// chunks.
+func (a *arena) reset() { *a = arena{} }

@@ -3,6 +3,7 @@ package convert
 import (
 	"runtime"
 	"testing"
+	"weak"
 
 	"go.starlark.net/starlark"
 )
@@ -66,4 +67,47 @@ func TestArena(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestArenaNoChains checks that the values of one ToStarlark call share no chunk with the
+// next call's: otherwise the dead dicts of a pod would stay in a chunk kept alive by the next
+// pod, their entries with them, and each pod would hold on to the one before it.
+func TestArenaNoChains(t *testing.T) {
+	pod := trainingPod(t)
+	first, err := ToStarlark(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dead []weak.Pointer[starlark.Dict]
+	var collect func(x starlark.Value)
+	collect = func(x starlark.Value) {
+		switch x := x.(type) {
+		case *starlark.Dict:
+			dead = append(dead, weak.Make(x))
+			for _, item := range x.Items() {
+				collect(item[1])
+			}
+		case *starlark.List:
+			for i := range x.Len() {
+				collect(x.Index(i))
+			}
+		}
+	}
+	collect(first)
+	first = nil
+	if len(dead) < 10 {
+		t.Fatalf("the training pod has %d dicts, want at least 10", len(dead))
+	}
+
+	next, err := ToStarlark(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	for i, p := range dead {
+		if p.Value() != nil {
+			t.Errorf("dict %d of %d of the first pod is alive while the next pod is", i, len(dead))
+		}
+	}
+	runtime.KeepAlive(next)
 }

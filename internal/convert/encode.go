@@ -68,6 +68,7 @@ func toStarlark(v any) (starlark.Value, error) {
 	clear(e.mapPending[:cap(e.mapPending)])
 	e.mapPending = e.mapPending[:0]
 	e.depth = 0
+	e.arena.reset()
 	encoderPool.Put(e)
 	if err != nil {
 		ee := err.(*encodeError)
