@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,16 +72,22 @@ func testBuild(t *testing.T, file string) {
 	}
 }
 
-// build loads, builds and prints an app.
+// build loads, builds and prints an app, with Build and Marshal and with Render, which must
+// agree.
 func build(file string, cfg scheduler.Config, opts scheduler.BuildOptions, format string) (string, error) {
 	app, err := scheduler.LoadApp(file)
 	if err != nil {
 		return "", err
 	}
 	job, err := scheduler.Build(context.Background(), app, cfg, opts)
-	if err != nil {
-		return "", err
+	var out []byte
+	if err == nil {
+		out, err = scheduler.Marshal(job, format)
 	}
-	out, err := scheduler.Marshal(job, format)
+	rendered, rerr := scheduler.Render(context.Background(), app, cfg, opts, format)
+	if fmt.Sprint(rerr) != fmt.Sprint(err) || string(rendered) != string(out) {
+		return "", fmt.Errorf("Render gives error %v and %d bytes, Build and Marshal error %v and %d bytes:\n%s",
+			rerr, len(rendered), err, len(out), cmp.Diff(string(out), string(rendered)))
+	}
 	return string(out), err
 }

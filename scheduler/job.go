@@ -87,13 +87,20 @@ type BuildOptions struct {
 // failed on a replica, or made its pod invalid) and plain errors (bad run options, a bad or
 // too long app id). Nothing is returned with an error.
 func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbatch.Job, error) {
+	job, _, err := build(ctx, app, cfg, opts, nil)
+	return job, err
+}
+
+// build is Build. If print is not nil, it also prints each task with print as soon as the
+// task is built, and returns the texts in the order of the job's tasks.
+func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print func(*vcbatch.TaskSpec) ([]byte, error)) (*vcbatch.Job, [][]byte, error) {
 	// An App from LoadApp or ParseApp is valid; one made in Go may not be.
 	if ferrs := app.validate(); len(ferrs) > 0 {
 		se := &SpecError{File: app.File}
 		for _, fe := range ferrs {
 			se.Errors = append(se.Errors, &FieldError{Pos: app.position(field.NewPath(fe.Field)), Err: fe})
 		}
-		return nil, &BuildError{Errs: []error{se}}
+		return nil, nil, &BuildError{Errs: []error{se}}
 	}
 	var errs []error
 	for _, err := range cfg.validate() {
@@ -110,15 +117,15 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 		errs = append(errs, err.(*BuildError).Errs...)
 	}
 	if len(errs) > 0 {
-		return nil, &BuildError{Errs: errs}
+		return nil, nil, &BuildError{Errs: errs}
 	}
 
 	spec, err := json.Marshal(app)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(spec) > maxSpecBytes {
-		return nil, &BuildError{Errs: []error{fmt.Errorf(
+		return nil, nil, &BuildError{Errs: []error{fmt.Errorf(
 			"the app spec is %d bytes of JSON, want at most %d: it is kept in the job's %s annotation",
 			len(spec), maxSpecBytes, AnnotationAppSpec)}}
 	}
@@ -149,10 +156,11 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 
 	// Build every replica's task, a chunk of replicas of one role at a time and several
 	// chunks at once: a compiled overlay may be applied concurrently, and each overlay
-	// applies to a whole chunk in one call (one round trip to a worker process). Results
-	// keep the order of roles and replicas.
+	// applies to a whole chunk in one call (one round trip to a worker process). Twice as
+	// many chunks as processors are under way, so that some are built and printed while
+	// others are in worker processes. Results keep the order of roles and replicas.
 	b := &builder{app: app, cfg: &cfg, opts: &opts, jobName: jobName, appName: appName,
-		firstTask: taskName(app.Roles[0].Name, 0)}
+		firstTask: taskName(app.Roles[0].Name, 0), print: print}
 	var replicas []*replica
 	var chunks [][]*replica
 	procs := runtime.GOMAXPROCS(0)
@@ -168,7 +176,7 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 			replicas = append(replicas, chunk...)
 		}
 	}
-	sem := make(chan struct{}, procs)
+	sem := make(chan struct{}, 2*procs)
 	var wg sync.WaitGroup
 	for _, chunk := range chunks {
 		sem <- struct{}{}
@@ -178,15 +186,19 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 		})
 	}
 	wg.Wait()
+	var texts [][]byte
 	for _, rep := range replicas {
 		if len(rep.errs) > 0 {
 			errs = append(errs, rep.errs...)
 			continue
 		}
 		job.Spec.Tasks = append(job.Spec.Tasks, *rep.task)
+		if print != nil {
+			texts = append(texts, rep.text)
+		}
 	}
 	if len(errs) > 0 {
-		return nil, &BuildError{Errs: errs}
+		return nil, nil, &BuildError{Errs: errs}
 	}
 
 	// The gang: every task that must run, that is all of them except the elastic ones
@@ -206,7 +218,7 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 			}
 		}
 	}
-	return job, nil
+	return job, texts, nil
 }
 
 // maxChunk bounds the replicas that Build hands to an overlay in one call.
@@ -218,6 +230,7 @@ type replica struct {
 	pod      *corev1.Pod
 	labels   map[string]string
 	task     *vcbatch.TaskSpec
+	text     []byte // the task printed, if the builder prints
 	errs     []error
 }
 
@@ -230,6 +243,7 @@ type builder struct {
 	appName   string
 	firstTask string
 	checks    nameChecks
+	print     func(*vcbatch.TaskSpec) ([]byte, error) // if not nil, prints each task
 }
 
 // tasks builds the tasks of reps, replicas of one role: their pods, the overlays (each
@@ -265,6 +279,12 @@ func (b *builder) tasks(ctx context.Context, reps []*replica, chain engine.Chain
 	for _, rep := range reps {
 		if rep.errs == nil {
 			b.task(rep)
+		}
+		if rep.errs == nil && b.print != nil {
+			var err error
+			if rep.text, err = b.print(rep.task); err != nil {
+				rep.errs = []error{err}
+			}
 		}
 		rep.pod, rep.labels = nil, nil
 	}

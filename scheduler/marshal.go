@@ -4,6 +4,7 @@ package scheduler
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -21,7 +22,7 @@ func Marshal(job *vcbatch.Job, format string) ([]byte, error) {
 	switch format {
 	case "yaml", "":
 		if len(job.Spec.Tasks) > 1 {
-			if data, ok, err := marshalTasksYAML(job); ok || err != nil {
+			if data, ok, err := marshalTasksYAML(job, nil); ok || err != nil {
 				return data, err
 			}
 		}
@@ -45,6 +46,29 @@ func Marshal(job *vcbatch.Job, format string) ([]byte, error) {
 		return buf.Bytes(), nil
 	}
 	return nil, fmt.Errorf("output format %q: want yaml or json", format)
+}
+
+// Render builds the job of app as [Build] does and prints it as [Marshal] does. It is faster
+// than the two one after the other: each task is printed as soon as it is built, while the
+// overlays of other replicas run. Its errors are those of Build and Marshal.
+func Render(ctx context.Context, app *App, cfg Config, opts BuildOptions, format string) ([]byte, error) {
+	if format != "yaml" && format != "" {
+		job, err := Build(ctx, app, cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		return Marshal(job, format)
+	}
+	job, texts, err := build(ctx, app, cfg, opts, marshalTaskYAML)
+	if err != nil {
+		return nil, err
+	}
+	if len(job.Spec.Tasks) > 1 {
+		if data, ok, err := marshalTasksYAML(job, texts); ok || err != nil {
+			return data, err
+		}
+	}
+	return Marshal(job, format)
 }
 
 // object returns v as pruned untyped JSON data.
@@ -77,10 +101,11 @@ const tasksPrefix = "spec:\n  tasks:\n"
 // marshalTasksYAML prints the job as Marshal does, but each task on its own and several at
 // once: printing YAML keeps every event of the document until its end, which makes one
 // document of many tasks slow and large. Each task is printed where it sits in the job,
-// as the only item of spec.tasks, so that its text (indentation, lines wrapped at a column)
-// is the text it has in the whole document. It reports false if the job's text has no
-// single place for the tasks.
-func marshalTasksYAML(job *vcbatch.Job) ([]byte, bool, error) {
+// as the only item of spec.tasks (by marshalTaskYAML), so that its text (indentation, lines
+// wrapped at a column) is the text it has in the whole document; tasks holds these texts
+// if they are printed already. It reports false if the job's text has no single place for
+// the tasks.
+func marshalTasksYAML(job *vcbatch.Job, tasks [][]byte) ([]byte, bool, error) {
 	head := *job
 	head.Spec.Tasks = nil
 	data, err := json.Marshal(&head)
@@ -105,26 +130,11 @@ func marshalTasksYAML(job *vcbatch.Job) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 
-	tasks := make([][]byte, len(job.Spec.Tasks))
 	errs := make([]error, len(job.Spec.Tasks))
-	var next sync.Mutex
-	i := 0
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(tasks)) {
-		wg.Go(func() {
-			for {
-				next.Lock()
-				t := i
-				i++
-				next.Unlock()
-				if t >= len(tasks) {
-					return
-				}
-				tasks[t], errs[t] = marshalTaskYAML(&job.Spec.Tasks[t])
-			}
-		})
+	if tasks == nil {
+		tasks = make([][]byte, len(job.Spec.Tasks))
+		printTasks(job.Spec.Tasks, tasks, errs)
 	}
-	wg.Wait()
 
 	n := len(text)
 	for t, data := range tasks {
@@ -144,6 +154,29 @@ func marshalTasksYAML(job *vcbatch.Job) ([]byte, bool, error) {
 	}
 	out = append(out, text[at+len(line):]...)
 	return out, true, nil
+}
+
+// printTasks sets texts[t] and errs[t] to what marshalTaskYAML gives for tasks[t], printing
+// several tasks at once.
+func printTasks(tasks []vcbatch.TaskSpec, texts [][]byte, errs []error) {
+	var next sync.Mutex
+	i := 0
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(tasks)) {
+		wg.Go(func() {
+			for {
+				next.Lock()
+				t := i
+				i++
+				next.Unlock()
+				if t >= len(tasks) {
+					return
+				}
+				texts[t], errs[t] = marshalTaskYAML(&tasks[t])
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // marshalTaskYAML returns the YAML of {spec: {tasks: [task]}}.

@@ -64,7 +64,7 @@ func TestMarshalTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := marshalTasksYAML(job)
+	got, ok, err := marshalTasksYAML(job, nil)
 	if err != nil || !ok {
 		t.Fatalf("got ok %v, error %v, want the tasks printed one at a time", ok, err)
 	}

@@ -108,24 +108,24 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
 	if err != nil {
 		return printErrors(a, err)
 	}
-	job, err := scheduler.Build(ctx, app, cfg, scheduler.BuildOptions{
+	bopts := scheduler.BuildOptions{
 		AppID:       f.appID,
 		Overlays:    f.scripts,
 		OverlayArgs: args,
 		Engine:      *eopts,
 		OverlayRoot: f.root,
-	})
-	if err != nil {
-		return printErrors(a, err)
 	}
-
 	if f.dryRun == "client" {
-		out, err := scheduler.Marshal(job, f.output)
+		out, err := scheduler.Render(ctx, app, cfg, bopts, f.output)
 		if err != nil {
-			return err
+			return printErrors(a, err)
 		}
 		_, err = a.stdout.Write(out)
 		return err
+	}
+	job, err := scheduler.Build(ctx, app, cfg, bopts)
+	if err != nil {
+		return printErrors(a, err)
 	}
 	return submitJob(ctx, a, job, submitOptions{
 		Kubeconfig:   f.kubeconfig,
