@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	goyaml "go.yaml.in/yaml/v2"
 )
@@ -225,19 +226,22 @@ func quotedText(s string) (string, bool) {
 			quoted.m = make(map[string]string)
 		}
 		if len(quoted.m) < maxQuoted {
-			quoted.m[s] = t
+			quoted.m[strings.Clone(s)] = t // s may be part of a larger text
 		}
 		quoted.Unlock()
 	}
 	return t, t != ""
 }
 
+const spaces = "                                                                "
+
 // appendSpaces appends n spaces to buf.
 func appendSpaces(buf []byte, n int) []byte {
-	for range n {
-		buf = append(buf, ' ')
+	for n > len(spaces) {
+		buf = append(buf, spaces...)
+		n -= len(spaces)
 	}
-	return buf
+	return append(buf, spaces[:n]...)
 }
 
 // compareKeys orders the keys of a mapping as the YAML library does: letters before other
@@ -254,6 +258,68 @@ func compareKeys(a, b string) int {
 
 // keyLess is the order of string keys of go.yaml.in/yaml/v2's sorter.
 func keyLess(a, b string) bool {
+	if isASCII(a) && isASCII(b) {
+		return keyLessASCII(a, b)
+	}
+	return keyLessRunes(a, b)
+}
+
+// isASCII reports whether s is all ASCII.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// keyLessASCII is keyLessRunes for ASCII strings, without converting them to runes.
+func keyLessASCII(a, b string) bool {
+	isLetter := func(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+	isDigit := func(c byte) bool { return '0' <= c && c <= '9' }
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] == b[i] {
+			continue
+		}
+		al := isLetter(a[i])
+		bl := isLetter(b[i])
+		if al && bl {
+			return a[i] < b[i]
+		}
+		if al || bl {
+			return bl
+		}
+		var ai, bi int
+		var an, bn int64
+		if a[i] == '0' || b[i] == '0' {
+			for j := i - 1; j >= 0 && isDigit(a[j]); j-- {
+				if a[j] != '0' {
+					an = 1
+					bn = 1
+					break
+				}
+			}
+		}
+		for ai = i; ai < len(a) && isDigit(a[ai]); ai++ {
+			an = an*10 + int64(a[ai]-'0')
+		}
+		for bi = i; bi < len(b) && isDigit(b[bi]); bi++ {
+			bn = bn*10 + int64(b[bi]-'0')
+		}
+		if an != bn {
+			return an < bn
+		}
+		if ai != bi {
+			return ai < bi
+		}
+		return a[i] < b[i]
+	}
+	return len(a) < len(b)
+}
+
+// keyLessRunes is the order of string keys of go.yaml.in/yaml/v2's sorter, as it is written.
+func keyLessRunes(a, b string) bool {
 	ar, br := []rune(a), []rune(b)
 	for i := 0; i < len(ar) && i < len(br); i++ {
 		if ar[i] == br[i] {

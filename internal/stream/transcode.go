@@ -1,0 +1,428 @@
+package stream
+
+// This file defines transcode, which prints the JSON text that encoding/json writes as YAML
+// text straight from that text, without building untyped values: it reads the text once
+// into a tape of nodes, then prints each object's members in the YAML library's key order.
+// It prints what emitYAML prints of the same data and declines what emitYAML declines.
+
+import (
+	"slices"
+	"strconv"
+	"sync"
+	"unsafe"
+)
+
+// maxDepth is the deepest nesting transcode reads; it declines deeper text.
+const maxDepth = 1000
+
+// A node is one JSON value on the tape of a document: an object is followed on the tape by
+// its members, each a key node and the nodes of its value, and an array by its items.
+type node struct {
+	start, end int  // the value's text in the data; for a string, the text within the quotes
+	next       int  // the index of the node after this value and all of its members or items
+	n          int  // how many members or items an object or array has
+	kind       byte // '{', '[', '"', '0' (a number), 't', 'f' or 'n'
+	esc        bool // a string with escapes
+	gone       bool // an object that pruning removes: it has members and they all go
+}
+
+// A member is an object member being printed.
+type member struct {
+	key string
+	val int // the value's node
+}
+
+// A transcoder holds the scratch space of one transcode call.
+type transcoder struct {
+	data    []byte
+	i       int // the next byte of data to read
+	tape    []node
+	members []member // the members of the objects being printed, innermost last
+	text    []byte   // the text of a string with escapes
+	prune   bool
+}
+
+var transcoders = sync.Pool{New: func() any { return new(transcoder) }}
+
+// transcode appends the YAML text of the JSON text data to buf. If prune is set, it leaves
+// out null members of objects, and members whose value is an object that holds nothing
+// else once that is done (but not objects that were empty to begin with). It reports false
+// if data is not the compact JSON text of an object or array, or holds anything emitYAML
+// would decline to print.
+func transcode(buf, data []byte, prune bool) ([]byte, bool) {
+	t := transcoders.Get().(*transcoder)
+	defer func() {
+		t.data = nil
+		if cap(t.tape) <= 1<<16 {
+			transcoders.Put(t)
+		}
+	}()
+	t.data, t.i, t.tape, t.members, t.prune = data, 0, t.tape[:0], t.members[:0], prune
+	if !t.parse(0) || t.i != len(data) {
+		return buf, false
+	}
+	switch t.tape[0].kind {
+	case '{':
+		if t.empty(0) {
+			return append(buf, "{}\n"...), true
+		}
+		return t.printMap(buf, 0, 0, false)
+	case '[':
+		if t.tape[0].n == 0 {
+			return append(buf, "[]\n"...), true
+		}
+		return t.printSeq(buf, 0, 0, false)
+	}
+	return buf, false
+}
+
+// parse reads one value onto the tape.
+func (t *transcoder) parse(depth int) bool {
+	data := t.data
+	if t.i >= len(data) || depth > maxDepth {
+		return false
+	}
+	at := len(t.tape)
+	t.tape = append(t.tape, node{start: t.i})
+	switch c := data[t.i]; c {
+	case '{':
+		t.i++
+		n, gone := 0, true
+		if t.i < len(data) && data[t.i] == '}' {
+			t.i++
+			gone = false
+		} else {
+			for {
+				if t.i >= len(data) || data[t.i] != '"' || !t.parseString() {
+					return false
+				}
+				if t.i >= len(data) || data[t.i] != ':' {
+					return false
+				}
+				t.i++
+				v := len(t.tape)
+				if !t.parse(depth + 1) {
+					return false
+				}
+				n++
+				if x := &t.tape[v]; x.kind != 'n' && !x.gone {
+					gone = false
+				}
+				if t.i >= len(data) {
+					return false
+				}
+				if data[t.i] == '}' {
+					t.i++
+					break
+				}
+				if data[t.i] != ',' {
+					return false
+				}
+				t.i++
+			}
+		}
+		x := &t.tape[at]
+		x.kind, x.n, x.gone = '{', n, gone
+	case '[':
+		t.i++
+		n := 0
+		if t.i < len(data) && data[t.i] == ']' {
+			t.i++
+		} else {
+			for {
+				if !t.parse(depth + 1) {
+					return false
+				}
+				n++
+				if t.i >= len(data) {
+					return false
+				}
+				if data[t.i] == ']' {
+					t.i++
+					break
+				}
+				if data[t.i] != ',' {
+					return false
+				}
+				t.i++
+			}
+		}
+		x := &t.tape[at]
+		x.kind, x.n = '[', n
+	case '"':
+		t.tape = t.tape[:at] // parseString appends the node itself
+		return t.parseString()
+	case 't', 'f', 'n':
+		word := "null"
+		if c == 't' {
+			word = "true"
+		} else if c == 'f' {
+			word = "false"
+		}
+		if len(data)-t.i < len(word) || string(data[t.i:t.i+len(word)]) != word {
+			return false
+		}
+		t.i += len(word)
+		t.tape[at].kind = c
+	default:
+		if !t.parseNumber() {
+			return false
+		}
+		t.tape[at].kind = '0'
+	}
+	x := &t.tape[at]
+	x.end, x.next = t.i, len(t.tape)
+	return true
+}
+
+// parseString reads the string at t.i onto the tape.
+func (t *transcoder) parseString() bool {
+	data := t.data
+	start := t.i + 1
+	esc := false
+	for i := start; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			t.i = i + 1
+			t.tape = append(t.tape, node{start: start, end: i, next: len(t.tape) + 1, kind: '"', esc: esc})
+			return true
+		case c == '\\':
+			esc = true
+			i++
+		case c < ' ':
+			return false
+		}
+	}
+	return false
+}
+
+// parseNumber reads a number in JSON's grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (t *transcoder) parseNumber() bool {
+	data, i := t.data, t.i
+	digits := func() bool {
+		j := i
+		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	if i < len(data) && data[i] == '-' {
+		i++
+	}
+	if i < len(data) && data[i] == '0' {
+		i++
+	} else if !digits() {
+		return false
+	}
+	if i < len(data) && data[i] == '.' {
+		i++
+		if !digits() {
+			return false
+		}
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	t.i = i
+	return true
+}
+
+// empty reports whether the object at node v prints as {}.
+func (t *transcoder) empty(v int) bool {
+	x := &t.tape[v]
+	return x.n == 0 || t.prune && x.gone
+}
+
+// str returns the string at node v. The text of a string without escapes is the data itself,
+// and that of one with escapes is t.text until the next call: the caller must copy it to
+// keep it. It reports false for strings with escapes that emitYAML would decline.
+func (t *transcoder) str(v int) (string, bool) {
+	x := &t.tape[v]
+	raw := t.data[x.start:x.end]
+	if !x.esc {
+		return unsafe.String(unsafe.SliceData(raw), len(raw)), true
+	}
+	// An escape writes a character that is not printable ASCII, which emitYAML declines,
+	// unless it is one of \" \\ \/ or \u0020 to \u007e.
+	t.text = t.text[:0]
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			t.text = append(t.text, c)
+			continue
+		}
+		if i++; i >= len(raw) {
+			return "", false
+		}
+		switch raw[i] {
+		case '"', '\\', '/':
+			t.text = append(t.text, raw[i])
+		case 'u':
+			if i+4 >= len(raw) {
+				return "", false
+			}
+			r := 0
+			for _, h := range raw[i+1 : i+5] {
+				switch {
+				case '0' <= h && h <= '9':
+					r = r<<4 | int(h-'0')
+				case 'a' <= h && h <= 'f':
+					r = r<<4 | int(h-'a'+10)
+				case 'A' <= h && h <= 'F':
+					r = r<<4 | int(h-'A'+10)
+				default:
+					return "", false
+				}
+			}
+			if r < ' ' || r > '~' {
+				return "", false
+			}
+			t.text = append(t.text, byte(r))
+			i += 4
+		default:
+			return "", false
+		}
+	}
+	return unsafe.String(unsafe.SliceData(t.text), len(t.text)), true
+}
+
+// printMap appends the block mapping of the object at node v, as emitMap does.
+func (t *transcoder) printMap(buf []byte, v, indent int, inline bool) ([]byte, bool) {
+	base := len(t.members)
+	defer func() { t.members = t.members[:base] }()
+	c := v + 1
+	for range t.tape[v].n {
+		k, val := c, c+1
+		c = t.tape[val].next
+		if t.prune && (t.tape[val].kind == 'n' || t.tape[val].gone) {
+			continue
+		}
+		key, ok := t.str(k)
+		if !ok {
+			return buf, false
+		}
+		if t.tape[k].esc {
+			key = string(t.text) // t.text is reused by the next string
+		}
+		t.members = append(t.members, member{key, val})
+	}
+	ms := t.members[base:]
+	slices.SortFunc(ms, func(a, b member) int { return compareKeys(a.key, b.key) })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].key == ms[i-1].key {
+			return buf, false // a duplicate key: the YAML library keeps only one
+		}
+	}
+	for i := range len(ms) {
+		m := t.members[base+i] // printing the values below may move t.members
+		if i > 0 || !inline {
+			buf = appendSpaces(buf, indent)
+		}
+		kt, ok := scalarText(m.key, indent)
+		if !ok || len(kt) > maxKeyText {
+			return buf, false
+		}
+		buf = append(buf, kt...)
+		buf = append(buf, ':')
+		switch t.tape[m.val].kind {
+		case '{':
+			if t.empty(m.val) {
+				buf = append(buf, " {}\n"...)
+				continue
+			}
+			buf = append(buf, '\n')
+			if buf, ok = t.printMap(buf, m.val, indent+2, false); !ok {
+				return buf, false
+			}
+		case '[':
+			if t.tape[m.val].n == 0 {
+				buf = append(buf, " []\n"...)
+				continue
+			}
+			buf = append(buf, '\n')
+			if buf, ok = t.printSeq(buf, m.val, indent, false); !ok {
+				return buf, false
+			}
+		default:
+			buf = append(buf, ' ')
+			if buf, ok = t.printScalar(buf, m.val, indent+len(kt)+2); !ok {
+				return buf, false
+			}
+		}
+	}
+	return buf, true
+}
+
+// printSeq appends the block sequence of the array at node v, as emitSeq does.
+func (t *transcoder) printSeq(buf []byte, v, indent int, inline bool) ([]byte, bool) {
+	ok := true
+	c := v + 1
+	for i := range t.tape[v].n {
+		item := c
+		c = t.tape[item].next
+		if i > 0 || !inline {
+			buf = appendSpaces(buf, indent)
+		}
+		buf = append(buf, "- "...)
+		switch t.tape[item].kind {
+		case '{':
+			if t.empty(item) {
+				buf = append(buf, "{}\n"...)
+				continue
+			}
+			buf, ok = t.printMap(buf, item, indent+2, true)
+		case '[':
+			if t.tape[item].n == 0 {
+				buf = append(buf, "[]\n"...)
+				continue
+			}
+			buf, ok = t.printSeq(buf, item, indent+2, true)
+		default:
+			buf, ok = t.printScalar(buf, item, indent+2)
+		}
+		if !ok {
+			return buf, false
+		}
+	}
+	return buf, true
+}
+
+// printScalar appends the scalar at node v, which starts at column col, and a newline, as
+// emitScalar does.
+func (t *transcoder) printScalar(buf []byte, v, col int) ([]byte, bool) {
+	x := &t.tape[v]
+	switch x.kind {
+	case '"':
+		s, ok := t.str(v)
+		if !ok {
+			return buf, false
+		}
+		if s, ok = scalarText(s, col); !ok {
+			return buf, false
+		}
+		buf = append(buf, s...)
+	case '0':
+		raw := t.data[x.start:x.end]
+		s := unsafe.String(unsafe.SliceData(raw), len(raw))
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			buf = strconv.AppendInt(buf, i, 10)
+		} else if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+			buf = strconv.AppendUint(buf, u, 10)
+		} else {
+			return buf, false // a float
+		}
+	case 't':
+		buf = append(buf, "true"...)
+	case 'f':
+		buf = append(buf, "false"...)
+	case 'n':
+		buf = append(buf, "null"...)
+	}
+	return append(buf, '\n'), true
+}
