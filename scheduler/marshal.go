@@ -188,7 +188,7 @@ func marshalTaskYAML(task *vcbatch.TaskSpec) ([]byte, error) {
 	const open, close = `{"spec":{"tasks":[`, `]}}`
 	doc := make([]byte, 0, len(open)+len(data)+len(close))
 	doc = append(append(append(doc, open...), data...), close...)
-	return stream.JSONToYAML(doc, func(v any) { prune(v) })
+	return stream.YAMLOptions{Prune: true}.JSONToYAML(doc)
 }
 
 // prune removes nulls from x, and the objects that become empty by that.
