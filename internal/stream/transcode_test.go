@@ -1,0 +1,393 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rogpeppe/go-internal/txtar"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+)
+
+// A fuzzReader makes untyped JSON data of fuzz bytes.
+type fuzzReader struct{ b []byte }
+
+func (r *fuzzReader) next() byte {
+	if len(r.b) == 0 {
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+// fuzzPieces are parts of strings that YAML and JSON treat specially.
+var fuzzPieces = []string{"a", "Z", "y", "n", "o", "true", "null", "~", "0", "1", "9", "10", "0x", "e3",
+	".", "-", "--", "---", "_", "/", "=", ":", ": ", " ", "  ", "#", " #", "'", "\"", "\\", ",",
+	"[", "]", "{", "}", "&", "*", "!", "|", ">", "<", "%", "@", "`", "?", "+", "<<", "é", "✓",
+	"\t", "\n", "\r", "\x01", "\u2028", "\x7f", "2001-12-14", "1:20", "image.example.com/x:1.2",
+	"word", "--flag=value", "a01", "a1", "a10", "A", "_x", "metadata", "spec", "containers"}
+
+// str returns a string of pieces, of raw fuzz bytes, or a long string with spaces.
+func (r *fuzzReader) str() string {
+	var b strings.Builder
+	for range r.next() % 6 {
+		switch c := r.next(); {
+		case c < 200:
+			b.WriteString(fuzzPieces[int(c)%len(fuzzPieces)])
+		case c < 240:
+			for range c % 8 {
+				b.WriteByte(r.next())
+			}
+		default:
+			b.WriteString(strings.Repeat("word ", int(c%40)))
+		}
+	}
+	return b.String()
+}
+
+// value returns untyped JSON data of at most depth levels.
+func (r *fuzzReader) value(depth int) any {
+	c := r.next()
+	if depth <= 0 {
+		c = 2 + c%6
+	}
+	switch c % 10 {
+	case 0, 1:
+		m := map[string]any{}
+		for range r.next() % 6 {
+			m[r.str()] = r.value(depth - 1)
+		}
+		return m
+	case 2, 3:
+		s := []any{}
+		for range r.next() % 5 {
+			s = append(s, r.value(depth-1))
+		}
+		return s
+	case 4:
+		numbers := []string{"0", "-3", "42", "-0", "9223372036854775807", "9223372036854775808",
+			"-9223372036854775808", "-9223372036854775809", "18446744073709551616", "1.5", "1e21", "-2.5E-3"}
+		return json.Number(numbers[int(r.next())%len(numbers)])
+	case 5:
+		return r.next()%2 == 0
+	case 6:
+		return nil
+	default:
+		return r.str()
+	}
+}
+
+// checkJSONToYAML checks JSONToYAML, with and without pruning, on the JSON text of the data
+// the fuzz bytes b make, against sigs.k8s.io/yaml.Marshal; and that the transcoder prints
+// what emitYAML prints. It reports whether the transcoder printed the data.
+func checkJSONToYAML(t *testing.T, b []byte) bool {
+	r := &fuzzReader{b}
+	v := r.value(5)
+	if r.next()%2 == 0 {
+		v = map[string]any{"k": v}
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prune := range []bool{false, true} {
+		u := untyped(t, data)
+		if prune {
+			pruneUntyped(u)
+		}
+		got, err := YAMLOptions{Prune: prune}.JSONToYAML(data)
+		if err != nil {
+			t.Fatalf("JSONToYAML(%s, prune %v): %v", data, prune, err)
+		}
+		want, err := yaml.Marshal(u)
+		if err != nil {
+			// sigs.k8s.io/yaml reads the JSON text as YAML, which may not hold some
+			// characters (DEL, C1 controls) that JSON leaves unescaped.
+			continue
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Fatalf("JSONToYAML(%s, prune %v) differs from yaml.Marshal (-want +got):\n%s", data, prune, diff)
+		}
+		if !prune {
+			got, err := JSONToYAML(data, nil)
+			if err != nil || string(got) != string(want) {
+				t.Fatalf("JSONToYAML(%s, nil) = %q, %v, want %q", data, got, err, want)
+			}
+		}
+	}
+	emitted, emitOK := emitYAML(nil, untyped(t, data))
+	printed, ok := transcode(nil, data, false)
+	if emitOK && (!ok || string(printed) != string(emitted)) {
+		t.Fatalf("transcode(%s) = %q, %v, want %q as emitYAML prints it", data, printed, ok, emitted)
+	}
+	return ok
+}
+
+// untyped returns the untyped data of the JSON text data.
+func untyped(t *testing.T, data []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// pruneUntyped is prune, written as plainly as it can be: it deletes the null members of
+// the maps in v, and then the members whose value is a map that held something before
+// and nothing after.
+func pruneUntyped(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if x == nil {
+				delete(v, k)
+				continue
+			}
+			if m, ok := x.(map[string]any); ok && len(m) > 0 {
+				pruneUntyped(m)
+				if len(m) == 0 {
+					delete(v, k)
+				}
+				continue
+			}
+			pruneUntyped(x)
+		}
+	case []any:
+		for _, x := range v {
+			pruneUntyped(x)
+		}
+	}
+}
+
+// FuzzJSONToYAML checks JSONToYAML against sigs.k8s.io/yaml.Marshal on data made of fuzz
+// bytes. TestJSONToYAMLRandom runs it on a few thousand random inputs.
+func FuzzJSONToYAML(f *testing.F) {
+	for _, seed := range []string{"", "\x00\x05\x01\x02", "\x01\x03\x07\x01\x00", "\x00\x04\xf0\x09\x03\x04\x05\x06"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkJSONToYAML(t, b) })
+}
+
+// TestJSONToYAMLRandom runs the fuzz check on random inputs, and checks that the transcoder
+// prints many of them (floats, non-ASCII and multi-line strings make it decline).
+func TestJSONToYAMLRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const n = 5000
+	printed := 0
+	for range n {
+		b := make([]byte, r.IntN(200))
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		if checkJSONToYAML(t, b) {
+			printed++
+		}
+	}
+	t.Logf("transcoded %d of %d", printed, n)
+	if printed < n/4 {
+		t.Errorf("the transcoder printed %d of %d inputs, want at least a quarter", printed, n)
+	}
+}
+
+// TestJSONToYAMLObjects checks JSONToYAML, with and without pruning, on the training pod, the
+// jobs of the llama-ft example and of the scheduler's golden files, and each task of these
+// jobs as the scheduler prints it, and that none of them needs the slow path.
+func TestJSONToYAMLObjects(t *testing.T) {
+	texts := map[string][]byte{}
+	pod := new(corev1.Pod)
+	readYAML(t, filepath.Join("..", "..", "testdata", "pods", "training.yaml"), pod)
+	texts["training pod"] = mustJSON(t, pod)
+
+	jobFiles := []string{filepath.Join("..", "..", "examples", "llama-ft", "expected.yaml")}
+	goldens, err := filepath.Glob(filepath.Join("..", "..", "scheduler", "testdata", "build", "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobFiles = append(jobFiles, goldens...)
+	jobs := 0
+	for _, file := range jobFiles {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(file, ".txtar") {
+			data = nil
+			for _, f := range txtar.Parse(mustRead(t, file)).Files {
+				if f.Name == "want.yaml" {
+					data = f.Data
+				}
+			}
+			if data == nil {
+				continue
+			}
+		}
+		job := new(vcbatch.Job)
+		if err := yaml.UnmarshalStrict(data, job); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		jobs++
+		texts[file] = mustJSON(t, job)
+		for i := range job.Spec.Tasks {
+			// As the scheduler prints a task on its own.
+			task := `{"spec":{"tasks":[` + string(mustJSON(t, &job.Spec.Tasks[i])) + `]}}`
+			texts[file+": task "+job.Spec.Tasks[i].Name] = []byte(task)
+		}
+	}
+	if jobs < 5 {
+		t.Fatalf("found %d jobs, want the llama-ft job and the golden ones", jobs)
+	}
+	for name, data := range texts {
+		for _, prune := range []bool{false, true} {
+			u := untyped(t, data)
+			if prune {
+				pruneUntyped(u)
+			}
+			want, err := yaml.Marshal(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := YAMLOptions{Prune: prune}.JSONToYAML(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("%s, prune %v: JSONToYAML differs from yaml.Marshal (-want +got):\n%s", name, prune, diff)
+			}
+			if _, ok := transcode(nil, data, prune); !ok {
+				t.Errorf("%s, prune %v: the transcoder declined it", name, prune)
+			}
+		}
+	}
+}
+
+// TestPrune checks pruning on a case of each kind, through the transcoder and the slow path
+// (a float makes the transcoder decline).
+func TestPrune(t *testing.T) {
+	const in = `{"a":null,"b":{"c":null,"d":{"e":null}},"f":{},"g":[null,{"h":null},{}],"i":{"j":1,"k":null},"x":%s}`
+	const want = "f: {}\ng:\n- null\n- {}\n- {}\ni:\n  j: 1\nx: %s\n"
+	for _, x := range []string{"2", "2.5"} {
+		got, err := YAMLOptions{Prune: true}.JSONToYAML([]byte(strings.ReplaceAll(in, "%s", x)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.ReplaceAll(want, "%s", x); string(got) != want {
+			t.Errorf("x %s: got\n%s\nwant\n%s", x, got, want)
+		}
+	}
+	got, err := YAMLOptions{Prune: true}.JSONToYAML([]byte(`{"a":{"b":null}}`))
+	if err != nil || string(got) != "{}\n" {
+		t.Errorf("got %q, %v, want \"{}\\n\"", got, err)
+	}
+}
+
+// TestTranscodeDeclines checks that the transcoder declines text it cannot print, and that
+// JSONToYAML still prints it or fails as before.
+func TestTranscodeDeclines(t *testing.T) {
+	for _, in := range []string{
+		``, `{`, `{"a"}`, `{"a":1,}`, `[1 2]`, `"a"`, `1`, `tru`, `[1] `, ` [1]`, `{"a": 1}`, `[01]`,
+		`[1.]`, `[-]`, `[1e]`, `["a` + "\x01" + `"]`, `["\x"]`, `["\u00e9"]`, `["\u12"]`, `["a\n"]`,
+		`{"a":1,"a":2}`, `[1.5]`, `["é"]`, strings.Repeat("[", maxDepth+2) + strings.Repeat("]", maxDepth+2),
+	} {
+		if out, ok := transcode(nil, []byte(in), false); ok {
+			t.Errorf("transcode(%q) = %q, want it declined", in, out)
+		}
+	}
+	for in, want := range map[string]string{
+		`{"a": 1}`:           "a: 1\n",
+		`[1.5]`:              "- 1.5\n",
+		`["\u003c\/\"\\"]`:   "- </\"\\\n",
+		`{"a":1,"a":2}`:      "a: 2\n",
+		`{"\u0061\u00e9":1}`: "aé: 1\n",
+	} {
+		got, err := JSONToYAML([]byte(in), nil)
+		if err != nil || string(got) != want {
+			t.Errorf("JSONToYAML(%s) = %q, %v, want %q", in, got, err, want)
+		}
+	}
+	if _, err := JSONToYAML([]byte(`{"a":}`), nil); err == nil {
+		t.Errorf("JSONToYAML of bad JSON succeeded, want an error")
+	}
+}
+
+// TestKeyLessASCII checks the ASCII order of keys against the order written with runes.
+func TestKeyLessASCII(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const chars = "aAzZ019_-./0"
+	key := func() string {
+		b := make([]byte, r.IntN(6))
+		for i := range b {
+			b[i] = chars[r.IntN(len(chars))]
+		}
+		return string(b)
+	}
+	for range 100000 {
+		a, b := key(), key()
+		if got, want := keyLessASCII(a, b), keyLessRunes(a, b); got != want {
+			t.Fatalf("keyLessASCII(%q, %q) = %v, want %v", a, b, got, want)
+		}
+	}
+}
+
+func readYAML(t *testing.T, file string, v any) {
+	if err := yaml.UnmarshalStrict(mustRead(t, file), v); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+}
+
+func mustRead(t *testing.T, file string) []byte {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// BenchmarkJSONToYAML measures printing the JSON text of the training pod as YAML, straight
+// from the text and through untyped values.
+func BenchmarkJSONToYAML(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "pods", "training.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pod := new(corev1.Pod)
+	if err := yaml.UnmarshalStrict(data, pod); err != nil {
+		b.Fatal(err)
+	}
+	if data, err = json.Marshal(pod); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("text", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := JSONToYAML(data, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("untyped", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := slowJSONToYAML(data, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
