@@ -49,7 +49,7 @@ go test -c -o "$tmp/engine.test" ./engine/
 : >"$tmp/bench.txt"
 for ((i = 0; i < COUNT; i++)); do
 	(cd engine && "$tmp/engine.test" -test.run '^$' -test.benchmem -test.benchtime "$BENCHTIME" \
-		-test.bench '^Benchmark(Apply|ApplyParallel|ApplyWorker|ApplyWorkerBatch|ApplyVsJSON|JSONRoundTrip|GoMutation|Compile)$') >>"$tmp/bench.txt"
+		-test.bench '^Benchmark(Apply|ApplyParallel|ApplyWorker|ApplyWorkerBatch|ApplyEachWorker|ApplyEachWorkerDistinct|ApplyVsJSON|JSONRoundTrip|GoMutation|Compile)$') >>"$tmp/bench.txt"
 done
 
 # median_bench NAME UNIT prints the median of the values of benchmark NAME in UNIT (ns/op,
@@ -62,6 +62,21 @@ median_bench() {
 
 json_ns=$(median_bench JSONRoundTrip ns/op)
 json_allocs=$(median_bench JSONRoundTrip allocs/op)
+apply_ns=$(median_bench Apply ns/op)
+
+# target NAME MEASURED OK records a row of the targets table printed at the end.
+: >"$tmp/targets"
+target() {
+	local met=no
+	if [ "$3" = 1 ]; then met=yes; fi
+	printf '| %s | %s | %s |\n' "$1" "$2" "$met" >>"$tmp/targets"
+}
+# check EXPR VALUES... prints 1 if the awk expression EXPR over v1, v2, ... holds, else 0.
+check() {
+	local expr=$1
+	shift
+	awk -v v1="${1:-0}" -v v2="${2:-0}" -v v3="${3:-0}" "BEGIN { print (($expr) ? 1 : 0) }"
+}
 
 echo
 echo "In process (medians of $COUNT runs; the training pod and the GPU overlay)"
@@ -76,12 +91,22 @@ for name in JSONRoundTrip Apply ApplyParallel Compile GoMutation; do
 		printf "| %s | %.1f | %d | %.2f× | %.2f× |\n", n, ns / 1000, a, ns / jn, a / ja
 	}'
 done
-for name in ApplyWorker ApplyWorkerBatch; do
+for name in ApplyWorker ApplyWorkerBatch ApplyEachWorker ApplyEachWorkerDistinct; do
 	ns=$(median_bench "$name" ns/op)
 	[ -n "$ns" ] || continue
-	awk -v n="$name" -v ns="$ns" -v a="$(median_bench "$name" allocs/op)" -v jn="$json_ns" -v an="$(median_bench Apply ns/op)" 'BEGIN {
+	awk -v n="$name" -v ns="$ns" -v a="$(median_bench "$name" allocs/op)" -v jn="$json_ns" -v an="$apply_ns" 'BEGIN {
 		printf "| %s | %.1f | %d | %.2f× | %.2f× Apply |\n", n, ns / 1000, a, ns / jn, ns / an
 	}'
+done
+apply_allocs=$(median_bench Apply allocs/op)
+target "Apply ≤ 1.0× the JSON round trip" "$(awk -v a="$apply_ns" -v j="$json_ns" 'BEGIN { printf "%.2f×", a / j }')" "$(check 'v1 <= v2' "$apply_ns" "$json_ns")"
+target "Apply allocations ≤ the JSON round trip's" "$apply_allocs vs $json_allocs" "$(check 'v1 <= v2' "$apply_allocs" "$json_allocs")"
+compile_ns=$(median_bench Compile ns/op)
+target "compile + init ≤ 200 µs" "$(awk -v c="$compile_ns" 'BEGIN { printf "%.1f µs", c / 1000 }')" "$(check 'v1 <= 200000' "$compile_ns")"
+for name in ApplyWorkerBatch ApplyEachWorkerDistinct; do
+	ns=$(median_bench "$name" ns/op)
+	[ -n "$ns" ] || continue
+	target "$name ≤ 2× Apply per pod" "$(awk -v w="$ns" -v a="$apply_ns" 'BEGIN { printf "%.2f×", w / a }')" "$(check 'v1 <= 2 * v2' "$ns" "$apply_ns")"
 done
 ratio=$(median_bench ApplyVsJSON apply/json)
 if [ -n "$ratio" ]; then
@@ -211,30 +236,47 @@ EOF
 		exit 1
 	fi
 	awk -v n="$n" -v t="$s_t" -v m="$s_m" 'BEGIN { printf "| %d | starpod apply | %.2f | %.1f | |\n", n, t, m / 1024 }'
+	target "peak RSS ≤ 32 MiB, $n pods" "$(awk -v m="$s_m" 'BEGIN { printf "%.1f MiB", m / 1024 }')" "$(check 'v1 <= 32 * 1024' "$s_m")"
+	if [ -z "${first_n:-}" ]; then
+		first_n=$n first_t=$s_t
+	else
+		target "linear: time per pod at $n vs $first_n pods ≤ 1.25×" \
+			"$(awk -v t="$s_t" -v n="$n" -v ft="$first_t" -v fn="$first_n" 'BEGIN { printf "%.2f×", (t / n) / (ft / fn) }')" \
+			"$(check '(v1 / v2) <= 1.25 * (v3 / '"$first_n"')' "$s_t" "$n" "$first_t")"
+	fi
 	if [ -n "$kubectl" ] && [ "$n" -le "$KUBECTL_MAX_PODS" ]; then
 		read -r k_t k_m < <(measure "$slow" "$kubectl" kustomize "$dir")
 		awk -v n="$n" -v t="$k_t" -v m="$k_m" -v st="$s_t" 'BEGIN {
 			printf "| %d | kubectl kustomize | %.2f | %.1f | %.1f× |\n", n, t, m / 1024, t / st }'
+		target "≥ 10× faster than kubectl kustomize, $n pods" "$(awk -v k="$k_t" -v s="$s_t" 'BEGIN { printf "%.1f×", k / s }')" "$(check 'v1 >= 10 * v2' "$k_t" "$s_t")"
 	fi
 	if [ -n "$ytt" ]; then
 		read -r y_t y_m < <(measure "$slow" "$ytt" -f "$dir/pods.yaml" -f "$tmp/ytt-overlay.yaml")
 		awk -v n="$n" -v t="$y_t" -v m="$y_m" -v st="$s_t" 'BEGIN {
 			printf "| %d | ytt | %.2f | %.1f | %.1f× |\n", n, t, m / 1024, t / st }'
+		target "≥ 3× faster than ytt, $n pods" "$(awk -v y="$y_t" -v s="$s_t" 'BEGIN { printf "%.1f×", y / s }')" "$(check 'v1 >= 3 * v2' "$y_t" "$s_t")"
 	fi
 done
 
 # The scheduler: a dry run of a role of 1,000 replicas against 1,000 in-process applies.
-apply_ns=$(median_bench Apply ns/op)
 if read -r r_t r_m < <(measure "$RUNS" "$tmp/starpod" run --dry-run --app-id bench testdata/bench/app-1000.yaml); then
 	echo
 	echo "| scheduler | wall s | peak RSS MiB | vs 1,000 in-process applies |"
 	echo "|---|---:|---:|---:|"
 	awk -v t="$r_t" -v m="$r_m" -v ns="$apply_ns" 'BEGIN {
 		printf "| starpod run --dry-run, 1,000 replicas | %.2f | %.1f | %.1f× (%.2f s) |\n", t, m / 1024, t / (ns * 1000 / 1e9), ns * 1000 / 1e9 }'
+	target "run --dry-run of 1,000 replicas ≤ 2× 1,000 applies" "$(awk -v t="$r_t" -v ns="$apply_ns" 'BEGIN { printf "%.2f×", t / (ns * 1000 / 1e9) }')" "$(check 'v1 <= 2 * v2 * 1000 / 1e9' "$r_t" "$apply_ns")"
 else
 	echo
 	echo "starpod run --dry-run of testdata/bench/app-1000.yaml failed; no scheduler row."
 fi
+
+echo
+echo "Targets of the performance issue"
+echo
+echo "| target | measured | met |"
+echo "|---|---:|:---:|"
+cat "$tmp/targets"
 
 echo
 echo "Machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(go version | awk '{ print $3, $4 }')"
