@@ -175,16 +175,20 @@ func isPlain(s string) bool {
 		return false
 	}
 	for i := 1; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '.', c == '_', c == '/', c == '-', c == '=':
-		case c == ':' && i < len(s)-1:
-		default:
+		if c := s[i]; !plainByte[c] && (c != ':' || i == len(s)-1) {
 			return false
 		}
 	}
 	return true
 }
+
+// plainByte marks the bytes isPlain allows after the first but for colons.
+var plainByte = func() (plain [256]bool) {
+	for c := range 256 {
+		plain[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._/-=", byte(c)) >= 0
+	}
+	return plain
+}()
 
 // quoted caches the text the YAML library gives single-line printable ASCII strings that
 // are not plain: quoted, or plain with spaces or other characters.

@@ -6,9 +6,12 @@ package stream
 // It prints what emitYAML prints of the same data and declines what emitYAML declines.
 
 import (
+	"encoding/binary"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -18,12 +21,13 @@ const maxDepth = 1000
 // A node is one JSON value on the tape of a document: an object is followed on the tape by
 // its members, each a key node and the nodes of its value, and an array by its items.
 type node struct {
-	start, end int  // the value's text in the data; for a string, the text within the quotes
-	next       int  // the index of the node after this value and all of its members or items
-	n          int  // how many members or items an object or array has
-	kind       byte // '{', '[', '"', '0' (a number), 't', 'f' or 'n'
-	esc        bool // a string with escapes
-	gone       bool // an object that pruning removes: it has members and they all go
+	start, end int32 // the value's text in the data; for a string, the text within the quotes
+	next       int32 // the index of the node after this value and all of its members or items
+	n          int32 // how many members or items an object or array has
+	kind       byte  // '{', '[', '"', '0' (a number), 't', 'f' or 'n'
+	esc        bool  // a string with escapes
+	ascii      bool  // a string whose text is all ASCII
+	gone       bool  // an object that pruning removes: it has members and they all go
 }
 
 // A member is an object member being printed.
@@ -53,12 +57,12 @@ func transcode(buf, data []byte, prune bool) ([]byte, bool) {
 	t := transcoders.Get().(*transcoder)
 	defer func() {
 		t.data = nil
-		if cap(t.tape) <= 1<<16 {
+		if cap(t.tape) <= 1<<16 && cap(t.members) <= 1<<12 && cap(t.text) <= 1<<16 { // keep no huge buffers
 			transcoders.Put(t)
 		}
 	}()
 	t.data, t.i, t.tape, t.members, t.prune = data, 0, t.tape[:0], t.members[:0], prune
-	if !t.parse(0) || t.i != len(data) {
+	if len(data) > math.MaxInt32 || !t.parse(0) || t.i != len(data) {
 		return buf, false
 	}
 	switch t.tape[0].kind {
@@ -83,7 +87,7 @@ func (t *transcoder) parse(depth int) bool {
 		return false
 	}
 	at := len(t.tape)
-	t.tape = append(t.tape, node{start: t.i})
+	t.tape = append(t.tape, node{start: int32(t.i)})
 	switch c := data[t.i]; c {
 	case '{':
 		t.i++
@@ -122,7 +126,7 @@ func (t *transcoder) parse(depth int) bool {
 			}
 		}
 		x := &t.tape[at]
-		x.kind, x.n, x.gone = '{', n, gone
+		x.kind, x.n, x.gone = '{', int32(n), gone
 	case '[':
 		t.i++
 		n := 0
@@ -148,7 +152,7 @@ func (t *transcoder) parse(depth int) bool {
 			}
 		}
 		x := &t.tape[at]
-		x.kind, x.n = '[', n
+		x.kind, x.n = '[', int32(n)
 	case '"':
 		t.tape = t.tape[:at] // parseString appends the node itself
 		return t.parseString()
@@ -171,25 +175,52 @@ func (t *transcoder) parse(depth int) bool {
 		t.tape[at].kind = '0'
 	}
 	x := &t.tape[at]
-	x.end, x.next = t.i, len(t.tape)
+	x.end, x.next = int32(t.i), int32(len(t.tape))
 	return true
 }
+
+// stringStop marks the bytes that end the plain run of a JSON string's text: the quote,
+// the backslash and the control characters, which JSON does not allow in strings.
+var stringStop = func() (stop [256]bool) {
+	for c := range ' ' {
+		stop[c] = true
+	}
+	stop['"'], stop['\\'] = true, true
+	return stop
+}()
 
 // parseString reads the string at t.i onto the tape.
 func (t *transcoder) parseString() bool {
 	data := t.data
 	start := t.i + 1
 	esc := false
-	for i := start; i < len(data); i++ {
-		switch c := data[i]; {
-		case c == '"':
+	var bits byte // the bits of the string's bytes, or'ed together
+	i := start
+	// Skip 8 bytes at a time while none is a quote, a backslash, a control character or
+	// not ASCII. A word may stop the skip for nothing, never go on past such a byte.
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(data); i += 8 {
+		x := binary.LittleEndian.Uint64(data[i:])
+		if (x|(x-ones*' ')|((x^ones*'"')-ones)|((x^ones*'\\')-ones))&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(data); i++ {
+		c := data[i]
+		if !stringStop[c] {
+			bits |= c
+			continue
+		}
+		switch c {
+		case '"':
 			t.i = i + 1
-			t.tape = append(t.tape, node{start: start, end: i, next: len(t.tape) + 1, kind: '"', esc: esc})
+			t.tape = append(t.tape, node{start: int32(start), end: int32(i), next: int32(len(t.tape) + 1),
+				kind: '"', esc: esc, ascii: bits < utf8.RuneSelf})
 			return true
-		case c == '\\':
+		case '\\':
 			esc = true
 			i++
-		case c < ' ':
+		default:
 			return false
 		}
 	}
@@ -299,13 +330,13 @@ func (t *transcoder) printMap(buf []byte, v, indent int, inline bool) ([]byte, b
 	c := v + 1
 	for range t.tape[v].n {
 		k, val := c, c+1
-		c = t.tape[val].next
+		c = int(t.tape[val].next)
 		if t.prune && (t.tape[val].kind == 'n' || t.tape[val].gone) {
 			continue
 		}
 		key, ok := t.str(k)
-		if !ok {
-			return buf, false
+		if !ok || !t.tape[k].ascii {
+			return buf, false // emitYAML declines keys that are not ASCII
 		}
 		if t.tape[k].esc {
 			key = string(t.text) // t.text is reused by the next string
@@ -313,7 +344,15 @@ func (t *transcoder) printMap(buf []byte, v, indent int, inline bool) ([]byte, b
 		t.members = append(t.members, member{key, val})
 	}
 	ms := t.members[base:]
-	slices.SortFunc(ms, func(a, b member) int { return compareKeys(a.key, b.key) })
+	slices.SortFunc(ms, func(a, b member) int {
+		switch {
+		case a.key == b.key:
+			return 0
+		case keyLessASCII(a.key, b.key):
+			return -1
+		}
+		return 1
+	})
 	for i := 1; i < len(ms); i++ {
 		if ms[i].key == ms[i-1].key {
 			return buf, false // a duplicate key: the YAML library keeps only one
@@ -365,7 +404,7 @@ func (t *transcoder) printSeq(buf []byte, v, indent int, inline bool) ([]byte, b
 	c := v + 1
 	for i := range t.tape[v].n {
 		item := c
-		c = t.tape[item].next
+		c = int(t.tape[item].next)
 		if i > 0 || !inline {
 			buf = appendSpaces(buf, indent)
 		}
