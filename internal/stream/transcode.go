@@ -6,13 +6,17 @@ package stream
 // It prints what emitYAML prints of the same data and declines what emitYAML declines.
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
 	"unsafe"
+
+	goyaml "go.yaml.in/yaml/v2"
 )
 
 // maxDepth is the deepest nesting transcode reads; it declines deeper text.
@@ -36,6 +40,12 @@ type member struct {
 	val int // the value's node
 }
 
+// A step is one level of the path to a value: a member of an object or an item of an array.
+type step struct {
+	key, text string // the member's key and its text as printed
+	item      bool   // an item of an array
+}
+
 // A transcoder holds the scratch space of one transcode call.
 type transcoder struct {
 	data    []byte
@@ -43,6 +53,8 @@ type transcoder struct {
 	tape    []node
 	members []member // the members of the objects being printed, innermost last
 	text    []byte   // the text of a string with escapes
+	path    []step   // where the value being printed is: the keys and items above it
+	prefix  []byte   // the text of path, for slowScalar
 	prune   bool
 }
 
@@ -61,7 +73,7 @@ func transcode(buf, data []byte, prune bool) ([]byte, bool) {
 			transcoders.Put(t)
 		}
 	}()
-	t.data, t.i, t.tape, t.members, t.prune = data, 0, t.tape[:0], t.members[:0], prune
+	t.data, t.i, t.tape, t.members, t.path, t.prune = data, 0, t.tape[:0], t.members[:0], t.path[:0], prune
 	if len(data) > math.MaxInt32 || !t.parse(0) || t.i != len(data) {
 		return buf, false
 	}
@@ -369,10 +381,12 @@ func (t *transcoder) printMap(buf []byte, v, indent int, inline bool) ([]byte, b
 		}
 		buf = append(buf, kt...)
 		buf = append(buf, ':')
+		t.path = append(t.path, step{key: m.key, text: kt})
 		switch t.tape[m.val].kind {
 		case '{':
 			if t.empty(m.val) {
 				buf = append(buf, " {}\n"...)
+				t.path = t.path[:len(t.path)-1]
 				continue
 			}
 			buf = append(buf, '\n')
@@ -382,6 +396,7 @@ func (t *transcoder) printMap(buf []byte, v, indent int, inline bool) ([]byte, b
 		case '[':
 			if t.tape[m.val].n == 0 {
 				buf = append(buf, " []\n"...)
+				t.path = t.path[:len(t.path)-1]
 				continue
 			}
 			buf = append(buf, '\n')
@@ -394,6 +409,7 @@ func (t *transcoder) printMap(buf []byte, v, indent int, inline bool) ([]byte, b
 				return buf, false
 			}
 		}
+		t.path = t.path[:len(t.path)-1]
 	}
 	return buf, true
 }
@@ -409,16 +425,19 @@ func (t *transcoder) printSeq(buf []byte, v, indent int, inline bool) ([]byte, b
 			buf = appendSpaces(buf, indent)
 		}
 		buf = append(buf, "- "...)
+		t.path = append(t.path, step{item: true})
 		switch t.tape[item].kind {
 		case '{':
 			if t.empty(item) {
 				buf = append(buf, "{}\n"...)
+				t.path = t.path[:len(t.path)-1]
 				continue
 			}
 			buf, ok = t.printMap(buf, item, indent+2, true)
 		case '[':
 			if t.tape[item].n == 0 {
 				buf = append(buf, "[]\n"...)
+				t.path = t.path[:len(t.path)-1]
 				continue
 			}
 			buf, ok = t.printSeq(buf, item, indent+2, true)
@@ -428,22 +447,23 @@ func (t *transcoder) printSeq(buf []byte, v, indent int, inline bool) ([]byte, b
 		if !ok {
 			return buf, false
 		}
+		t.path = t.path[:len(t.path)-1]
 	}
 	return buf, true
 }
 
 // printScalar appends the scalar at node v, which starts at column col, and a newline, as
-// emitScalar does.
+// emitScalar does; it has the YAML library print what emitScalar declines.
 func (t *transcoder) printScalar(buf []byte, v, col int) ([]byte, bool) {
 	x := &t.tape[v]
 	switch x.kind {
 	case '"':
 		s, ok := t.str(v)
-		if !ok {
-			return buf, false
+		if ok {
+			s, ok = scalarText(s, col)
 		}
-		if s, ok = scalarText(s, col); !ok {
-			return buf, false
+		if !ok {
+			return t.slowScalar(buf, v)
 		}
 		buf = append(buf, s...)
 	case '0':
@@ -454,7 +474,7 @@ func (t *transcoder) printScalar(buf []byte, v, col int) ([]byte, bool) {
 		} else if u, err := strconv.ParseUint(s, 10, 64); err == nil {
 			buf = strconv.AppendUint(buf, u, 10)
 		} else {
-			return buf, false // a float
+			return t.slowScalar(buf, v) // a float
 		}
 	case 't':
 		buf = append(buf, "true"...)
@@ -464,4 +484,78 @@ func (t *transcoder) printScalar(buf []byte, v, col int) ([]byte, bool) {
 		buf = append(buf, "null"...)
 	}
 	return append(buf, '\n'), true
+}
+
+// slowScalar appends the text the YAML library gives the string or number at node v where
+// it sits, and a newline. The library prints a scalar the same whatever is around it, given
+// the keys and items above it: slowScalar has it print a document of the scalar alone at
+// the end of that path, each object of one member and each array of one item, and takes
+// the text after the path's own text. It reports false if the text is not there, or if the
+// document ends with "..." (after a scalar that ends with blank lines), which the whole
+// document would end with only if the scalar were its last.
+func (t *transcoder) slowScalar(buf []byte, v int) ([]byte, bool) {
+	x := &t.tape[v]
+	var val any
+	switch x.kind {
+	case '"': // as parseJSON reads it
+		if !x.esc {
+			val = string(t.data[x.start:x.end])
+		} else {
+			var s string
+			if err := json.Unmarshal(t.data[x.start-1:x.end+1], &s); err != nil {
+				return buf, false
+			}
+			val = s
+		}
+	case '0':
+		val = yamlNumbers(json.Number(t.data[x.start:x.end]))
+	default:
+		return buf, false
+	}
+	for i := len(t.path) - 1; i >= 0; i-- {
+		if t.path[i].item {
+			val = []any{val}
+		} else {
+			val = map[string]any{t.path[i].key: val}
+		}
+	}
+	text, err := goyaml.Marshal(val)
+	if err != nil {
+		return buf, false
+	}
+	t.prefix = t.pathText(t.prefix[:0])
+	if !bytes.HasPrefix(text, t.prefix) || bytes.HasSuffix(text, []byte("\n...\n")) {
+		return buf, false
+	}
+	return append(buf, text[len(t.prefix):]...), true
+}
+
+// pathText appends the text that printMap and printSeq write for the steps of t.path, up to
+// where the scalar at its end starts.
+func (t *transcoder) pathText(buf []byte) []byte {
+	indent, inline := 0, false
+	for i, s := range t.path {
+		if !inline {
+			buf = appendSpaces(buf, indent)
+		}
+		last := i == len(t.path)-1
+		if s.item {
+			buf = append(buf, "- "...)
+			indent, inline = indent+2, true // an object or array in an item starts on its line
+			continue
+		}
+		buf = append(buf, s.text...)
+		buf = append(buf, ':')
+		switch {
+		case last:
+			buf = append(buf, ' ')
+		case t.path[i+1].item:
+			buf = append(buf, '\n') // an array in an object is not indented
+			inline = false
+		default:
+			buf = append(buf, '\n')
+			indent, inline = indent+2, false
+		}
+	}
+	return buf
 }

@@ -295,8 +295,8 @@ func TestPrune(t *testing.T) {
 func TestTranscodeDeclines(t *testing.T) {
 	for _, in := range []string{
 		``, `{`, `{"a"}`, `{"a":1,}`, `[1 2]`, `"a"`, `1`, `tru`, `[1] `, ` [1]`, `{"a": 1}`, `[01]`,
-		`[1.]`, `[-]`, `[1e]`, `["a` + "\x01" + `"]`, `["\x"]`, `["\u00e9"]`, `["\u12"]`, `["a\n"]`,
-		`{"a":1,"a":2}`, `[1.5]`, `["é"]`, strings.Repeat("[", maxDepth+2) + strings.Repeat("]", maxDepth+2),
+		`[1.]`, `[-]`, `[1e]`, `["a` + "\x01" + `"]`, `["\x"]`, `["\u12"]`, `{"é":1}`, `{"\u00e9":1}`,
+		`{"a":1,"a":2}`, strings.Repeat("[", maxDepth+2) + strings.Repeat("]", maxDepth+2),
 	} {
 		if out, ok := transcode(nil, []byte(in), false); ok {
 			t.Errorf("transcode(%q) = %q, want it declined", in, out)
@@ -316,6 +316,29 @@ func TestTranscodeDeclines(t *testing.T) {
 	}
 	if _, err := JSONToYAML([]byte(`{"a":}`), nil); err == nil {
 		t.Errorf("JSONToYAML of bad JSON succeeded, want an error")
+	}
+}
+
+// TestSlowScalar checks scalars that the transcoder has the YAML library print, at several
+// depths, against sigs.k8s.io/yaml.
+func TestSlowScalar(t *testing.T) {
+	long := strings.Repeat("word ", 20)
+	for _, scalar := range []string{`1.5`, `-2e-7`, `1e400`, `"é"`, `"a\nb"`, `"a\n"`, `"\u2028"`, `"\t"`,
+		`"` + long + `"`, `"` + long + `\n` + long + `"`, `"a\n\n"`, `"\n\n"`, `"  lead"`, `"é` + long + `"`} {
+		for _, doc := range []string{`[%s]`, `{"k":%s}`, `{"a":{"bb":[{"x":1,"ccc":%s,"d":[[%s]]}]},"z":%s}`,
+			`[[{"k":[%s,{"j":%s}]}]]`} {
+			data := []byte(strings.ReplaceAll(doc, "%s", scalar))
+			want, err := yaml.JSONToYAML(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := transcode(nil, data, false)
+			if !ok {
+				t.Errorf("transcode(%s) declined", data)
+			} else if ok && string(got) != string(want) {
+				t.Errorf("transcode(%s) differs from sigs.k8s.io/yaml (-want +got):\n%s", data, cmp.Diff(string(want), string(got)))
+			}
+		}
 	}
 }
 
