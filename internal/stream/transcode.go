@@ -3,7 +3,9 @@ package stream
 // This file defines transcode, which prints the JSON text that encoding/json writes as YAML
 // text straight from that text, without building untyped values: it reads the text once
 // into a tape of nodes, then prints each object's members in the YAML library's key order.
-// It prints what emitYAML prints of the same data and declines what emitYAML declines.
+// It prints what emitYAML prints of the same data, and has the YAML library print each
+// scalar that emitYAML declines (floats; long, multi-line and non-ASCII strings) where it
+// sits, rather than the whole document.
 
 import (
 	"bytes"
@@ -63,8 +65,8 @@ var transcoders = sync.Pool{New: func() any { return new(transcoder) }}
 // transcode appends the YAML text of the JSON text data to buf. If prune is set, it leaves
 // out null members of objects, and members whose value is an object that holds nothing
 // else once that is done (but not objects that were empty to begin with). It reports false
-// if data is not the compact JSON text of an object or array, or holds anything emitYAML
-// would decline to print.
+// if data is not the compact JSON text of an object or array, or has keys that emitYAML
+// declines or that repeat.
 func transcode(buf, data []byte, prune bool) ([]byte, bool) {
 	t := transcoders.Get().(*transcoder)
 	defer func() {

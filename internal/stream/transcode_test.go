@@ -384,7 +384,7 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 // BenchmarkJSONToYAML measures printing the JSON text of the training pod as YAML, straight
-// from the text and through untyped values.
+// from the text and through untyped values, as it is and with scalars the YAML library prints.
 func BenchmarkJSONToYAML(b *testing.B) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "pods", "training.yaml"))
 	if err != nil {
@@ -394,23 +394,46 @@ func BenchmarkJSONToYAML(b *testing.B) {
 	if err := yaml.UnmarshalStrict(data, pod); err != nil {
 		b.Fatal(err)
 	}
-	if data, err = json.Marshal(pod); err != nil {
+	plain, err := json.Marshal(pod)
+	if err != nil {
 		b.Fatal(err)
 	}
-	b.Run("text", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := JSONToYAML(data, nil); err != nil {
-				b.Fatal(err)
-			}
+	// The pod with scalars that the YAML library prints: a script, a long and a non-ASCII
+	// annotation and a float.
+	c := &pod.Spec.Containers[0]
+	c.Command = []string{"bash", "-c", "set -e\nfor i in 1 2 3; do\n  echo \"step $i\"\ndone\n"}
+	pod.Annotations = map[string]string{"note": strings.Repeat("a long note ", 10), "owner": "José"}
+	scripted, err := json.Marshal(pod)
+	if err != nil {
+		b.Fatal(err)
+	}
+	scripted = bytes.Replace(scripted, []byte(`"metadata":{`), []byte(`"metadata":{"weight":0.5,`), 1)
+	for _, bench := range []struct {
+		name string
+		data []byte
+	}{{"pod", plain}, {"script", scripted}} {
+		want, err := yaml.JSONToYAML(bench.data)
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("untyped", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := slowJSONToYAML(data, nil); err != nil {
-				b.Fatal(err)
-			}
+		if got, err := JSONToYAML(bench.data, nil); err != nil || string(got) != string(want) {
+			b.Fatalf("%s: got %q, %v, want %q", bench.name, got, err, want)
 		}
-	})
+		b.Run(bench.name+"/text", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := JSONToYAML(bench.data, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(bench.name+"/untyped", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := slowJSONToYAML(bench.data, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
