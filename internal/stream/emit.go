@@ -193,7 +193,7 @@ var plainByte = func() (plain [256]bool) {
 // quoted caches the text the YAML library gives single-line printable ASCII strings that
 // are not plain: quoted, or plain with spaces or other characters.
 var quoted struct {
-	sync.Mutex
+	sync.RWMutex
 	m map[string]string
 }
 
@@ -210,9 +210,9 @@ func quotedText(s string) (string, bool) {
 			return "", false
 		}
 	}
-	quoted.Lock()
+	quoted.RLock()
 	t, ok := quoted.m[s]
-	quoted.Unlock()
+	quoted.RUnlock()
 	if ok {
 		return t, t != ""
 	}

@@ -4,6 +4,10 @@
 // To read, use [NewReader] and call [Reader.Next] until io.EOF; each [Document] keeps its
 // original text, the line it starts on, and its content as untyped JSON data. Errors name the
 // file, the line and, where the parser says, the column.
+//
+// To print a value as YAML byte for byte as sigs.k8s.io/yaml.Marshal does, but several times
+// faster, use [MarshalYAML]; to print JSON text already at hand, use [JSONToYAML], or
+// [YAMLOptions.JSONToYAML] to leave out nulls on the way.
 package stream
 
 import (
