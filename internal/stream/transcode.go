@@ -38,8 +38,9 @@ type node struct {
 
 // A member is an object member being printed.
 type member struct {
-	key string
-	val int // the value's node
+	key    string
+	val    int  // the value's node
+	pruned bool // whether pruning leaves it out
 }
 
 // A step is one level of the path to a value: a member of an object or an item of an array.
@@ -70,7 +71,10 @@ var transcoders = sync.Pool{New: func() any { return new(transcoder) }}
 func transcode(buf, data []byte, prune bool) ([]byte, bool) {
 	t := transcoders.Get().(*transcoder)
 	defer func() {
+		// Keep nothing of data: the keys in members and path are strings of its bytes.
 		t.data = nil
+		clear(t.members[:cap(t.members)])
+		clear(t.path[:cap(t.path)])
 		if cap(t.tape) <= 1<<16 && cap(t.members) <= 1<<12 && cap(t.text) <= 1<<16 { // keep no huge buffers
 			transcoders.Put(t)
 		}
@@ -345,9 +349,6 @@ func (t *transcoder) printMap(buf []byte, v, indent int, inline bool) ([]byte, b
 	for range t.tape[v].n {
 		k, val := c, c+1
 		c = int(t.tape[val].next)
-		if t.prune && (t.tape[val].kind == 'n' || t.tape[val].gone) {
-			continue
-		}
 		key, ok := t.str(k)
 		if !ok || !t.tape[k].ascii {
 			return buf, false // emitYAML declines keys that are not ASCII
@@ -355,7 +356,9 @@ func (t *transcoder) printMap(buf []byte, v, indent int, inline bool) ([]byte, b
 		if t.tape[k].esc {
 			key = string(t.text) // t.text is reused by the next string
 		}
-		t.members = append(t.members, member{key, val})
+		// Members pruning leaves out still count as duplicates, as they do in parseJSON's maps.
+		pruned := t.prune && (t.tape[val].kind == 'n' || t.tape[val].gone)
+		t.members = append(t.members, member{key, val, pruned})
 	}
 	ms := t.members[base:]
 	slices.SortFunc(ms, func(a, b member) int {
@@ -372,11 +375,16 @@ func (t *transcoder) printMap(buf []byte, v, indent int, inline bool) ([]byte, b
 			return buf, false // a duplicate key: the YAML library keeps only one
 		}
 	}
+	first := true
 	for i := range len(ms) {
 		m := t.members[base+i] // printing the values below may move t.members
-		if i > 0 || !inline {
+		if m.pruned {
+			continue
+		}
+		if !first || !inline {
 			buf = appendSpaces(buf, indent)
 		}
+		first = false
 		kt, ok := scalarText(m.key, indent)
 		if !ok || len(kt) > maxKeyText {
 			return buf, false

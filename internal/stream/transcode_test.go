@@ -284,9 +284,17 @@ func TestPrune(t *testing.T) {
 			t.Errorf("x %s: got\n%s\nwant\n%s", x, got, want)
 		}
 	}
-	got, err := YAMLOptions{Prune: true}.JSONToYAML([]byte(`{"a":{"b":null}}`))
-	if err != nil || string(got) != "{}\n" {
-		t.Errorf("got %q, %v, want \"{}\\n\"", got, err)
+	for in, want := range map[string]string{
+		`{"a":{"b":null}}`:                        "{}\n",
+		`{"a":1,"a":null}`:                        "{}\n", // the last of duplicates counts, as in encoding/json
+		`{"a":null,"a":1}`:                        "a: 1\n",
+		`[{"a":null,"b":1,"a":null}]`:             "- b: 1\n",
+		`[{"a":null,"b":{"c":null},"d":1,"e":2}]`: "- d: 1\n  e: 2\n",
+	} {
+		got, err := YAMLOptions{Prune: true}.JSONToYAML([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("%s: got %q, %v, want %q", in, got, err, want)
+		}
 	}
 }
 
