@@ -51,12 +51,13 @@ func rolePod(r *Role, name string, m macroValues, cfg *Config, rank0 bool) *core
 		RestartPolicy:      corev1.RestartPolicyNever,
 		ServiceAccountName: cfg.ServiceAccount,
 		PriorityClassName:  cfg.PriorityClass,
-		Volumes: []corev1.Volume{{
+		// The shared memory volume, then one per mount: sized once, as a Volume is large.
+		Volumes: append(make([]corev1.Volume, 0, 1+len(r.Mounts)), corev1.Volume{
 			Name:         shmVolume,
 			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}},
-		}},
+		}),
 	}
-	c.VolumeMounts = []corev1.VolumeMount{{Name: shmVolume, MountPath: shmPath}}
+	c.VolumeMounts = append(make([]corev1.VolumeMount, 0, 1+len(r.Mounts)), corev1.VolumeMount{Name: shmVolume, MountPath: shmPath})
 	for i, mnt := range r.Mounts {
 		vol := corev1.Volume{Name: "mount-" + strconv.Itoa(i)}
 		vm := corev1.VolumeMount{Name: vol.Name, MountPath: mnt.Dst, ReadOnly: mnt.ReadOnly}
