@@ -343,8 +343,7 @@ func (t *transcoder) str(v int) (string, bool) {
 
 // printMap appends the block mapping of the object at node v, as emitMap does.
 func (t *transcoder) printMap(buf []byte, v, indent int, inline bool) ([]byte, bool) {
-	base := len(t.members)
-	defer func() { t.members = t.members[:base] }()
+	base := len(t.members) // the members of the objects above this one come first
 	c := v + 1
 	for range t.tape[v].n {
 		k, val := c, c+1
@@ -392,35 +391,24 @@ func (t *transcoder) printMap(buf []byte, v, indent int, inline bool) ([]byte, b
 		buf = append(buf, kt...)
 		buf = append(buf, ':')
 		t.path = append(t.path, step{key: m.key, text: kt})
-		switch t.tape[m.val].kind {
-		case '{':
-			if t.empty(m.val) {
-				buf = append(buf, " {}\n"...)
-				t.path = t.path[:len(t.path)-1]
-				continue
-			}
-			buf = append(buf, '\n')
-			if buf, ok = t.printMap(buf, m.val, indent+2, false); !ok {
-				return buf, false
-			}
-		case '[':
-			if t.tape[m.val].n == 0 {
-				buf = append(buf, " []\n"...)
-				t.path = t.path[:len(t.path)-1]
-				continue
-			}
-			buf = append(buf, '\n')
-			if buf, ok = t.printSeq(buf, m.val, indent, false); !ok {
-				return buf, false
-			}
+		switch x := &t.tape[m.val]; {
+		case x.kind == '{' && t.empty(m.val):
+			buf = append(buf, " {}\n"...)
+		case x.kind == '{':
+			buf, ok = t.printMap(append(buf, '\n'), m.val, indent+2, false)
+		case x.kind == '[' && x.n == 0:
+			buf = append(buf, " []\n"...)
+		case x.kind == '[':
+			buf, ok = t.printSeq(append(buf, '\n'), m.val, indent, false)
 		default:
-			buf = append(buf, ' ')
-			if buf, ok = t.printScalar(buf, m.val, indent+len(kt)+2); !ok {
-				return buf, false
-			}
+			buf, ok = t.printScalar(append(buf, ' '), m.val, indent+len(kt)+2)
+		}
+		if !ok {
+			return buf, false
 		}
 		t.path = t.path[:len(t.path)-1]
 	}
+	t.members = t.members[:base]
 	return buf, true
 }
 
@@ -436,20 +424,14 @@ func (t *transcoder) printSeq(buf []byte, v, indent int, inline bool) ([]byte, b
 		}
 		buf = append(buf, "- "...)
 		t.path = append(t.path, step{item: true})
-		switch t.tape[item].kind {
-		case '{':
-			if t.empty(item) {
-				buf = append(buf, "{}\n"...)
-				t.path = t.path[:len(t.path)-1]
-				continue
-			}
+		switch x := &t.tape[item]; {
+		case x.kind == '{' && t.empty(item):
+			buf = append(buf, "{}\n"...)
+		case x.kind == '{':
 			buf, ok = t.printMap(buf, item, indent+2, true)
-		case '[':
-			if t.tape[item].n == 0 {
-				buf = append(buf, "[]\n"...)
-				t.path = t.path[:len(t.path)-1]
-				continue
-			}
+		case x.kind == '[' && x.n == 0:
+			buf = append(buf, "[]\n"...)
+		case x.kind == '[':
 			buf, ok = t.printSeq(buf, item, indent+2, true)
 		default:
 			buf, ok = t.printScalar(buf, item, indent+2)
