@@ -147,6 +147,38 @@ func NewWorkerPool(opts *WorkerPoolOptions) *WorkerPool {
 // defaultPool is the pool of overlays whose Options.Workers is nil.
 var defaultPool = sync.OnceValue(func() *WorkerPool { return NewWorkerPool(nil) })
 
+// Prestart starts, in the background, as many workers as p has room for, with the memory
+// limit of overlays compiled with opts (nil means the zero Options), so that the first
+// applies find them ready instead of each waiting for a process to start. It does not wait
+// for them. A worker that fails to start is not reported: an apply that finds no idle worker
+// starts one itself, and reports why that fails.
+func (p *WorkerPool) Prestart(opts *Options) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	limit := opts.maxMemory()
+	p.mu.Lock()
+	n := p.size - p.alive
+	if p.closed {
+		n = 0
+	}
+	p.alive += n
+	p.mu.Unlock()
+	for range n {
+		go func() {
+			w, err := p.start(limit)
+			if err != nil {
+				p.mu.Lock()
+				p.alive--
+				p.cond.Broadcast()
+				p.mu.Unlock()
+				return
+			}
+			p.put(w)
+		}()
+	}
+}
+
 // Close stops the idle workers of p and every busy one when its apply ends. Applies after
 // Close fail.
 func (p *WorkerPool) Close() error {

@@ -94,6 +94,37 @@ func TestWorkerApply(t *testing.T) {
 	}
 }
 
+// TestWorkerPrestart checks that Prestart fills the pool in the background, that applies use
+// the workers it started, and that a closed pool starts none.
+func TestWorkerPrestart(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 2})
+	defer pool.Close()
+	opts := workerOptions(pool)
+	pool.Prestart(opts)
+	pool.Prestart(opts) // the pool is full: no more workers
+	for s := pool.Stats(); s.Idle < 2; s = pool.Stats() {
+		if s.Started > 2 || s.Alive > 2 {
+			t.Fatalf("stats = %+v, want at most 2 workers", s)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	o := compile(t, "def overlay(pod):\n    pod[\"metadata\"][\"labels\"] = {\"a\": \"b\"}\n", opts)
+	pods := []*corev1.Pod{testPod(), testPod(), testPod()}
+	if _, err := o.ApplyBatch(context.Background(), pods, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s := pool.Stats(); s.Started != 2 || s.Alive != 2 {
+		t.Errorf("stats = %+v, want the 2 workers Prestart started, and no other", s)
+	}
+
+	closed := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 2})
+	closed.Close()
+	closed.Prestart(nil)
+	if s := closed.Stats(); s.Started != 0 || s.Alive != 0 {
+		t.Errorf("closed pool: stats = %+v, want no workers", s)
+	}
+}
+
 // TestWorkerErrors checks that every kind of error crosses the process boundary unchanged.
 func TestWorkerErrors(t *testing.T) {
 	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})

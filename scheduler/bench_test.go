@@ -75,3 +75,21 @@ func BenchmarkMarshal1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRender1000Worker builds and prints the job of 1,000 replicas with the overlay in
+// worker processes, as "starpod run --dry-run" does.
+func BenchmarkRender1000Worker(b *testing.B) {
+	app, err := scheduler.LoadApp(benchApp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := engine.NewWorkerPool(nil)
+	b.Cleanup(func() { pool.Close() })
+	opts := scheduler.BuildOptions{AppID: "bench", Engine: engine.Options{Isolation: engine.WorkerProcess, Workers: pool}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := scheduler.Render(context.Background(), app, scheduler.DefaultConfig(), opts, "yaml"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -97,6 +97,14 @@ func (f *overlayFlags) options(a *app, file string) (*engine.Options, error) {
 	return opts, nil
 }
 
+// prestart starts the worker processes of overlays compiled with opts, if they run in workers,
+// in the background: they start while scripts compile and inputs are read.
+func prestart(opts *engine.Options) {
+	if opts.Isolation == engine.WorkerProcess {
+		opts.Workers.Prestart(opts)
+	}
+}
+
 // printer returns the sink for print(): standard error, one line per call.
 func (a *app) printer() func(pos syntax.Position, msg string) {
 	var mu sync.Mutex
@@ -134,6 +142,7 @@ func (f *overlayFlags) compileFile(a *app, file string) (*engine.Overlay, error)
 	if err != nil {
 		return nil, err
 	}
+	prestart(opts)
 	src, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err

@@ -105,6 +105,7 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
 		return err
 	}
 	eopts.Loader = nil
+	prestart(eopts)
 
 	if os.Getenv("GOGC") == "" {
 		// Building a job allocates several times its size, and the job is held until it is
