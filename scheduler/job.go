@@ -545,11 +545,11 @@ func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, error) {
 	return chains, nil
 }
 
-// nameChecks remembers the problems of the label keys and values that pods had, which are
-// mostly the same in every pod of a job: checking them is the dearest part of validatePod.
-// It is safe for concurrent use.
+// nameChecks remembers the problems of the label keys and values and the DNS labels (volume
+// and container names) that pods had, which are mostly the same in every pod of a job:
+// checking them is the dearest part of validatePod. It is safe for concurrent use.
 type nameChecks struct {
-	keys, values sync.Map // string → []string, the problems
+	keys, values, dns sync.Map // string → []string, the problems
 }
 
 func (c *nameChecks) check(m *sync.Map, s string, check func(string) []string) []string {
@@ -566,6 +566,8 @@ func (c *nameChecks) labelKey(k string) []string { return c.check(&c.keys, k, co
 func (c *nameChecks) labelValue(v string) []string {
 	return c.check(&c.values, v, content.IsLabelValue)
 }
+
+func (c *nameChecks) dnsLabel(s string) []string { return c.check(&c.dns, s, content.IsDNS1123Label) }
 
 // validatePod checks what the engine's schema check cannot: names, references between
 // fields, and the metadata that Volcano owns.
@@ -595,7 +597,7 @@ func validatePod(pod *corev1.Pod, checks *nameChecks) field.ErrorList {
 	volumes := make(map[string]bool)
 	for i, v := range pod.Spec.Volumes {
 		p := spec.Child("volumes").Index(i).Child("name")
-		for _, msg := range content.IsDNS1123Label(v.Name) {
+		for _, msg := range checks.dnsLabel(v.Name) {
 			errs = append(errs, field.Invalid(p, v.Name, msg))
 		}
 		if volumes[v.Name] {
@@ -608,7 +610,7 @@ func validatePod(pod *corev1.Pod, checks *nameChecks) field.ErrorList {
 	}
 	names := make(map[string]bool)
 	check := func(p *field.Path, c *corev1.Container) {
-		for _, msg := range content.IsDNS1123Label(c.Name) {
+		for _, msg := range checks.dnsLabel(c.Name) {
 			errs = append(errs, field.Invalid(p.Child("name"), c.Name, msg))
 		}
 		if names[c.Name] {
