@@ -89,7 +89,7 @@ func object(v any) (map[string]any, error) {
 // empty by that.
 func clean(obj map[string]any) {
 	delete(obj, "status")
-	prune(obj)
+	stream.Prune(obj)
 }
 
 // tasksPlaceholder stands for the tasks in the YAML of a job printed without them.
@@ -189,27 +189,4 @@ func marshalTaskYAML(task *vcbatch.TaskSpec) ([]byte, error) {
 	doc := make([]byte, 0, len(open)+len(data)+len(close))
 	doc = append(append(append(doc, open...), data...), close...)
 	return stream.YAMLOptions{Prune: true}.JSONToYAML(doc)
-}
-
-// prune removes nulls from x, and the objects that become empty by that.
-func prune(x any) (empty bool) {
-	switch x := x.(type) {
-	case map[string]any:
-		if len(x) == 0 {
-			return false
-		}
-		for k, v := range x {
-			if v == nil {
-				delete(x, k)
-			} else if prune(v) {
-				delete(x, k)
-			}
-		}
-		return len(x) == 0
-	case []any:
-		for _, v := range x {
-			prune(v)
-		}
-	}
-	return false
 }

@@ -52,7 +52,7 @@ func (o YAMLOptions) JSONToYAML(data []byte) ([]byte, error) {
 	}
 	var edit func(v any)
 	if o.Prune {
-		edit = func(v any) { prune(v) }
+		edit = func(v any) { Prune(v) }
 	}
 	return slowJSONToYAML(data, edit)
 }
@@ -76,23 +76,24 @@ func slowJSONToYAML(data []byte, edit func(v any)) ([]byte, error) {
 	return goyaml.Marshal(yamlNumbers(v))
 }
 
-// prune removes nulls from the objects in the untyped data x, and the objects that become
-// empty by that, as YAMLOptions.Prune does.
-func prune(x any) (empty bool) {
+// Prune removes nulls from the objects in the untyped data x (maps and slices as JSONToYAML
+// gives them to an edit), and the objects that become empty by that, as YAMLOptions.Prune
+// does; objects empty to begin with stay. It reports whether x itself became empty.
+func Prune(x any) (empty bool) {
 	switch x := x.(type) {
 	case map[string]any:
 		if len(x) == 0 {
 			return false
 		}
 		for k, v := range x {
-			if v == nil || prune(v) {
+			if v == nil || Prune(v) {
 				delete(x, k)
 			}
 		}
 		return len(x) == 0
 	case []any:
 		for _, v := range x {
-			prune(v)
+			Prune(v)
 		}
 	}
 	return false
