@@ -168,10 +168,7 @@ func (p *WorkerPool) Prestart(opts *Options) {
 		go func() {
 			w, err := p.start(limit)
 			if err != nil {
-				p.mu.Lock()
-				p.alive--
-				p.cond.Broadcast()
-				p.mu.Unlock()
+				p.unreserve()
 				return
 			}
 			p.put(w)
@@ -256,10 +253,7 @@ func (p *WorkerPool) get(limit int64) (*worker, error) {
 			p.mu.Unlock()
 			w, err := p.start(limit)
 			if err != nil {
-				p.mu.Lock()
-				p.alive--
-				p.cond.Broadcast()
-				p.mu.Unlock()
+				p.unreserve()
 				return nil, err
 			}
 			return w, nil
@@ -280,6 +274,14 @@ func (p *WorkerPool) get(limit int64) (*worker, error) {
 		}
 		p.cond.Wait()
 	}
+}
+
+// unreserve gives back the place in the pool of a worker that failed to start.
+func (p *WorkerPool) unreserve() {
+	p.mu.Lock()
+	p.alive--
+	p.cond.Broadcast()
+	p.mu.Unlock()
 }
 
 // put returns a worker to the pool after an apply, or retires it if it is dead.
