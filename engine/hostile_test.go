@@ -52,7 +52,7 @@ const (
 
 // A hostileCase is one overlay of the corpus.
 type hostileCase struct {
-	file  string // base name
+	file  string   // base name
 	wants []string // the first line of the error contains one of these
 	limit string
 }
