@@ -130,17 +130,11 @@ func (t *transcoder) parse(depth int) bool {
 				if x := &t.tape[v]; x.kind != 'n' && !x.gone {
 					gone = false
 				}
-				if t.i >= len(data) {
+				if end, ok := t.separator('}'); !ok {
 					return false
-				}
-				if data[t.i] == '}' {
-					t.i++
+				} else if end {
 					break
 				}
-				if data[t.i] != ',' {
-					return false
-				}
-				t.i++
 			}
 		}
 		x := &t.tape[at]
@@ -156,17 +150,11 @@ func (t *transcoder) parse(depth int) bool {
 					return false
 				}
 				n++
-				if t.i >= len(data) {
+				if end, ok := t.separator(']'); !ok {
 					return false
-				}
-				if data[t.i] == ']' {
-					t.i++
+				} else if end {
 					break
 				}
-				if data[t.i] != ',' {
-					return false
-				}
-				t.i++
 			}
 		}
 		x := &t.tape[at]
@@ -195,6 +183,23 @@ func (t *transcoder) parse(depth int) bool {
 	x := &t.tape[at]
 	x.end, x.next = int32(t.i), int32(len(t.tape))
 	return true
+}
+
+// separator reads what follows a member or an item: a comma, or close, which ends the object
+// or array (end). It reports false for anything else.
+func (t *transcoder) separator(close byte) (end, ok bool) {
+	if t.i >= len(t.data) {
+		return false, false
+	}
+	switch t.data[t.i] {
+	case close:
+		t.i++
+		return true, true
+	case ',':
+		t.i++
+		return false, true
+	}
+	return false, false
 }
 
 // stringStop marks the bytes that end the plain run of a JSON string's text: the quote,
