@@ -6,6 +6,8 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 	"sigs.k8s.io/yaml"
+
+	"github.com/starpod/starpod/internal/stream"
 )
 
 // YAML is a Starlark module of YAML functions, through sigs.k8s.io/yaml: values pass through
@@ -32,7 +34,8 @@ func yamlEncode(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err != nil {
 		return nil, errorf(b, "%v", err)
 	}
-	out, err := yaml.JSONToYAML(data)
+	// The text of sigs.k8s.io/yaml, but the same every time: see stream.JSONToYAML.
+	out, err := stream.JSONToYAML(data, nil)
 	if err != nil {
 		return nil, errorf(b, "%v", err)
 	}

@@ -18,10 +18,10 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/cluster"
 	"github.com/starpod/starpod/internal/spell"
+	"github.com/starpod/starpod/internal/stream"
 	"github.com/starpod/starpod/scheduler"
 )
 
@@ -235,7 +235,7 @@ and shows it with the job's labels and the app's status, as YAML (or JSON).`,
 			if err := writeJSON(&buf, d); err != nil {
 				return err
 			}
-			out, err := yaml.JSONToYAML(buf.Bytes())
+			out, err := stream.JSONToYAML(buf.Bytes(), nil)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ package stream
 import (
 	"encoding/json"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,7 +48,7 @@ func emitMap(buf []byte, m map[string]any, indent int, inline bool) ([]byte, boo
 	for k := range m {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, compareKeys)
+	sortKeys(keys, func(k string) string { return k })
 	for i, k := range keys {
 		if i > 0 || !inline {
 			buf = appendSpaces(buf, indent)
@@ -248,17 +249,40 @@ func appendSpaces(buf []byte, n int) []byte {
 	return append(buf, spaces[:n]...)
 }
 
-// compareKeys orders the keys of a mapping as the YAML library does: letters before other
-// characters, and runs of digits by their numeric value.
-func compareKeys(a, b string) int {
-	if a == b {
-		return 0
-	}
-	if keyLess(a, b) {
-		return -1
-	}
-	return 1
+// sortKeys orders the items of s by their keys as the YAML library orders the keys of a
+// mapping (letters before other characters, runs of digits by their numeric value), and the
+// same way every time. That order is not transitive for some sets of keys ("a01" < "a10" <
+// "a1b" < "a01"), and the library sorts keys starting from Go's random map order, so for
+// those sets its text changes from run to run. sortKeys starts from byte order and sorts as
+// the library does, with sort.Sort: its result is always one the library may give, and for
+// all other sets of keys the one it gives.
+func sortKeys[T any](s []T, key func(T) string) {
+	o := &keyOrder[T]{key: key}
+	o.sort(s)
 }
+
+// A keyOrder sorts as sortKeys does. Reusing one saves an allocation a sort.
+type keyOrder[T any] struct {
+	s     []T
+	key   func(T) string
+	ascii bool // whether all keys are ASCII
+}
+
+func (o *keyOrder[T]) sort(s []T) {
+	o.s = s
+	slices.SortFunc(s, func(a, b T) int { return strings.Compare(o.key(a), o.key(b)) })
+	sort.Sort(o)
+	o.s = nil
+}
+
+func (o *keyOrder[T]) Len() int { return len(o.s) }
+func (o *keyOrder[T]) Less(i, j int) bool {
+	if o.ascii {
+		return keyLessASCII(o.key(o.s[i]), o.key(o.s[j]))
+	}
+	return keyLess(o.key(o.s[i]), o.key(o.s[j]))
+}
+func (o *keyOrder[T]) Swap(i, j int) { o.s[i], o.s[j] = o.s[j], o.s[i] }
 
 // keyLess is the order of string keys of go.yaml.in/yaml/v2's sorter.
 func keyLess(a, b string) bool {

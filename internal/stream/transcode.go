@@ -12,7 +12,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
-	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -58,10 +57,14 @@ type transcoder struct {
 	text    []byte   // the text of a string with escapes
 	path    []step   // where the value being printed is: the keys and items above it
 	prefix  []byte   // the text of path, for slowScalar
+	order   keyOrder[member]
 	prune   bool
 }
 
-var transcoders = sync.Pool{New: func() any { return new(transcoder) }}
+var transcoders = sync.Pool{New: func() any {
+	// printMap declines keys that are not ASCII.
+	return &transcoder{order: keyOrder[member]{key: func(m member) string { return m.key }, ascii: true}}
+}}
 
 // transcode appends the YAML text of the JSON text data to buf. If prune is set, it leaves
 // out null members of objects, and members whose value is an object that holds nothing
@@ -365,15 +368,7 @@ func (t *transcoder) printMap(buf []byte, v, indent int, inline bool) ([]byte, b
 		t.members = append(t.members, member{key, val, pruned})
 	}
 	ms := t.members[base:]
-	slices.SortFunc(ms, func(a, b member) int {
-		switch {
-		case a.key == b.key:
-			return 0
-		case keyLessASCII(a.key, b.key):
-			return -1
-		}
-		return 1
-	})
+	t.order.sort(ms)
 	for i := 1; i < len(ms); i++ {
 		if ms[i].key == ms[i-1].key {
 			return buf, false // a duplicate key: the YAML library keeps only one

@@ -3,14 +3,18 @@ package stream
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/txtar"
+	goyaml "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -113,6 +117,13 @@ func checkJSONToYAML(t *testing.T, b []byte) bool {
 			// characters (DEL, C1 controls) that JSON leaves unescaped.
 			continue
 		}
+		if !keysOrdered(u) {
+			// The library's key order is not transitive on some map's keys, so its text
+			// depends on Go's map order: compare with its emitter given sortKeys' order.
+			if want, err = goyaml.Marshal(yamlNumbers(u)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if diff := cmp.Diff(string(want), string(got)); diff != "" {
 			t.Fatalf("JSONToYAML(%s, prune %v) differs from yaml.Marshal (-want +got):\n%s", data, prune, diff)
 		}
@@ -129,6 +140,92 @@ func checkJSONToYAML(t *testing.T, b []byte) bool {
 		t.Fatalf("transcode(%s) = %q, %v, want %q as emitYAML prints it", data, printed, ok, emitted)
 	}
 	return ok
+}
+
+// keysOrdered reports whether the YAML library's key order is transitive on the keys of
+// each map in the untyped data v, so that the library's text of v does not depend on the
+// order it finds the keys in.
+func keysOrdered(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k, x := range v {
+			if !keysOrdered(x) {
+				return false
+			}
+			keys = append(keys, k)
+		}
+		sortKeys(keys, func(k string) string { return k })
+		for i := range keys {
+			for j := i + 1; j < len(keys); j++ {
+				if !keyLess(keys[i], keys[j]) {
+					return false
+				}
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if !keysOrdered(x) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestKeyCycle checks that keys on which the YAML library's order is not transitive print in
+// one order, whatever order they come in, and in an order the library may print them in.
+func TestKeyCycle(t *testing.T) {
+	// "a01" < "a10" (1 < 10), "a10" < "a1b" (a digit before a letter), "a1b" < "a01" (the
+	// same number, with fewer digits).
+	keys := []string{"a01", "a10", "a1b", "b"}
+	m := map[string]any{}
+	for i, k := range keys {
+		m[k] = i
+	}
+	if keysOrdered(m) {
+		t.Fatalf("keysOrdered(%v) = true, want false", keys)
+	}
+	library := map[string]bool{}
+	for range 100 {
+		out, err := yaml.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		library[string(out)] = true
+	}
+	want, err := MarshalYAML(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !library[string(want)] {
+		t.Errorf("MarshalYAML(%v) = %q, which sigs.k8s.io/yaml never printed in 100 runs: %q", m, want, slices.Sorted(maps.Keys(library)))
+	}
+	permutations := [][]int{{0, 1, 2, 3}, {0, 2, 1, 3}, {1, 0, 2, 3}, {1, 2, 0, 3}, {2, 0, 1, 3}, {2, 1, 0, 3}, {3, 2, 1, 0}}
+	for _, p := range permutations {
+		var b strings.Builder
+		b.WriteByte('{')
+		for i, j := range p {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%q:%d", keys[j], j)
+		}
+		b.WriteByte('}')
+		data := []byte(b.String())
+		for _, prune := range []bool{false, true} {
+			if got, err := (YAMLOptions{Prune: prune}).JSONToYAML(data); err != nil || string(got) != string(want) {
+				t.Errorf("JSONToYAML(%s, prune %v) = %q, %v, want %q", data, prune, got, err, want)
+			}
+		}
+		if got, err := JSONToYAML(data, func(any) {}); err != nil || string(got) != string(want) {
+			t.Errorf("JSONToYAML(%s) through untyped values = %q, %v, want %q", data, got, err, want)
+		}
+		// The YAML library itself, as the emitters fall back to it.
+		if got, err := goyaml.Marshal(yamlNumbers(untyped(t, data))); err != nil || string(got) != string(want) {
+			t.Errorf("goyaml.Marshal(yamlNumbers(%s)) = %q, %v, want %q", data, got, err, want)
+		}
+	}
 }
 
 // untyped returns the untyped data of the JSON text data.

@@ -99,14 +99,24 @@ func Prune(x any) (empty bool) {
 	return false
 }
 
-// yamlNumbers replaces each json.Number in v with the int, uint64 or float64 that the YAML
-// parser resolves its text to.
+// yamlNumbers returns v for the YAML library: each json.Number replaced with the int, uint64
+// or float64 that the YAML parser resolves its text to, and each map with a goyaml.MapSlice
+// in the order of sortKeys.
 func yamlNumbers(v any) any {
 	switch v := v.(type) {
 	case map[string]any:
-		for k, x := range v {
-			v[k] = yamlNumbers(x)
+		// A map in key order: the library would sort its keys starting from Go's random
+		// map order, which for some sets of keys changes its text from run to run.
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
 		}
+		sortKeys(keys, func(k string) string { return k })
+		m := make(goyaml.MapSlice, len(keys))
+		for i, k := range keys {
+			m[i] = goyaml.MapItem{Key: k, Value: yamlNumbers(v[k])}
+		}
+		return m
 	case []any:
 		for i, x := range v {
 			v[i] = yamlNumbers(x)
