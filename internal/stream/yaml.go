@@ -15,6 +15,12 @@ import (
 // That function encodes obj as JSON, parses the JSON text with the YAML parser to get untyped
 // values and encodes those as YAML; MarshalYAML prints the JSON text as YAML straight from
 // the text, giving each number the type the YAML parser would have given it.
+//
+// Where that function's text is not one text of the data, MarshalYAML keeps to the data and
+// to one text: its YAML parser reads U+0085 in a string as a line break and folds it to a
+// space, where MarshalYAML keeps the character (as \N); and for the few sets of keys on which
+// its order is not transitive, its text changes from run to run, where MarshalYAML's does not
+// (see sortKeys).
 func MarshalYAML(obj any) ([]byte, error) {
 	data, err := json.Marshal(obj)
 	if err != nil {
