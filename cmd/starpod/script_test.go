@@ -44,8 +44,8 @@ func repoPath(p string) string {
 	return wd + "/../../" + p
 }
 
-// exits runs a command and checks its exit code: exits CODE COMMAND [ARG...].
-// Its output is discarded; check output with exec.
+// exits runs a command and checks its exit code: exits CODE COMMAND [ARG...]. Its output is
+// the script's stdout and stderr, as an exec's would be.
 func exits(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: exits CODE COMMAND [ARG...]")
@@ -63,6 +63,7 @@ func exits(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	cmd := exec.Command(path, args[2:]...)
 	cmd.Dir = ts.Getenv("WORK")
+	cmd.Stdout, cmd.Stderr = ts.Stdout(), ts.Stderr()
 	cmd.Env = os.Environ()
 	for _, kv := range []string{"HOME", "PATH", "WORK"} {
 		cmd.Env = append(cmd.Env, kv+"="+ts.Getenv(kv))
