@@ -9,8 +9,9 @@
 // An app on a cluster is named by a [Handle], written kubernetes://<namespace>/<app_id>; the
 // app id is the name of its Volcano Job. Use [ParseHandle] to read one from the command line.
 //
-// The operations are methods of [Client]: [Client.Submit], [Client.Status], [Client.Wait],
-// [Client.Describe], [Client.Logs], [Client.List], [Client.Cancel] and [Client.Delete]. Their
+// The operations are methods of [Client]: [Client.Submit], [Client.Get], [Client.Status],
+// [Client.Wait], [Client.Logs], [Client.List], [Client.Cancel] and [Client.Delete]; to
+// describe an app, [Client.Get] its job and read the app back with [scheduler.AppFromJob]. Their
 // errors are *[Error] values that name the cluster, namespace and object, and keep the API
 // server's own error (an *errors.StatusError from k8s.io/apimachinery) as the cause.
 //
