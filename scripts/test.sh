@@ -20,6 +20,12 @@ go mod tidy -diff
 echo "== go test -race"
 go test -race -count=1 ./...
 
+echo "== determinism and the hostile corpus, without the race detector"
+# The race detector makes every process several times slower and bigger, so the runs above
+# do fewer determinism runs and allow workers more memory; these take the full counts and
+# the tight bounds.
+go test -count=1 -run 'Determinism|Hostile' ./engine ./scheduler
+
 echo "== fuzz (a few thousand inputs each, so regressions show)"
 # The budget is a count of inputs, not a duration: Go 1.26's fuzz coordinator can fail a
 # target with a bare "context deadline exceeded" when a duration runs out while a worker

@@ -5,10 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // TestMain lets the test binary act as the starpod command inside scripts.
@@ -26,7 +30,8 @@ func TestScript(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits": exits,
+			"exits":   exits,
+			"bounded": bounded,
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts may use the examples of the repository.
@@ -50,19 +55,58 @@ func exits(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: exits CODE COMMAND [ARG...]")
 	}
-	want, err := strconv.Atoi(args[0])
-	if err != nil {
-		ts.Fatalf("exits: bad code %q", args[0])
+	runExits(ts, args[0], args[1:])
+}
+
+// bounded runs a command as exits does, and checks that it took at most TIME of wall time
+// and that neither it nor any process it waited for (the overlay workers) had more than
+// MEMORY resident at any time: bounded CODE TIME MEMORY COMMAND [ARG...]. Under the race
+// detector, which makes every process several times bigger, MEMORY is multiplied by
+// raceMemoryFactor.
+func bounded(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 4 {
+		ts.Fatalf("usage: bounded CODE TIME MEMORY COMMAND [ARG...]")
 	}
-	path := args[1]
+	maxTime, err := time.ParseDuration(args[1])
+	if err != nil {
+		ts.Fatalf("bounded: bad time: %v", err)
+	}
+	q, err := resource.ParseQuantity(args[2])
+	if err != nil {
+		ts.Fatalf("bounded: bad memory: %v", err)
+	}
+	maxMemory := q.Value() * raceMemoryFactor
+	start := time.Now()
+	state := runExits(ts, args[0], args[3:])
+	if elapsed := time.Since(start); elapsed > maxTime {
+		ts.Fatalf("took %v, want at most %v", elapsed.Round(time.Millisecond), maxTime)
+	}
+	usage, ok := state.SysUsage().(*syscall.Rusage)
+	if !ok {
+		ts.Fatalf("bounded: no resource usage on %s", runtime.GOOS)
+	}
+	// Linux gives the peak of the process and of the children it waited for, in KiB.
+	if peak := usage.Maxrss << 10; peak > maxMemory {
+		ts.Fatalf("peak resident memory %d MiB, want at most %d MiB", peak>>20, maxMemory>>20)
+	}
+}
+
+// runExits runs the command args with the script's environment in its work directory,
+// writing its output to the script's stdout and stderr, and checks that it exits with code.
+func runExits(ts *testscript.TestScript, code string, args []string) *os.ProcessState {
+	want, err := strconv.Atoi(code)
+	if err != nil {
+		ts.Fatalf("exits: bad code %q", code)
+	}
+	path := args[0]
 	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
-		if p := filepath.Join(dir, args[1]); fileExists(p) {
+		if p := filepath.Join(dir, args[0]); fileExists(p) {
 			path = p
 			break
 		}
 	}
-	cmd := exec.Command(path, args[2:]...)
-	cmd.Dir = ts.Getenv("WORK")
+	cmd := exec.Command(path, args[1:]...)
+	cmd.Dir = ts.MkAbs(".") // the directory of the last cd
 	cmd.Stdout, cmd.Stderr = ts.Stdout(), ts.Stderr()
 	cmd.Env = os.Environ()
 	for _, kv := range []string{"HOME", "PATH", "WORK"} {
@@ -79,6 +123,7 @@ func exits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("exit code %d, want %d", got, want)
 	}
+	return cmd.ProcessState
 }
 
 func fileExists(p string) bool {
