@@ -29,6 +29,13 @@
 //
 //	quantity.parse(q) - Returns the canonical form of the quantity q.
 //	quantity.cmp(a, b) - Returns -1, 0 or 1 as the quantity a is less than, equal to or greater than b.
+//	quantity.eq(a, b) - Reports whether the quantities a and b are equal, whatever their units.
+//	quantity.lt(a, b) - Reports whether the quantity a is less than b.
+//	quantity.le(a, b) - Reports whether the quantity a is less than or equal to b.
+//	quantity.gt(a, b) - Reports whether the quantity a is greater than b.
+//	quantity.ge(a, b) - Reports whether the quantity a is greater than or equal to b.
+//	quantity.max(q, *more) - Returns the largest of the quantities, in canonical form.
+//	quantity.min(q, *more) - Returns the smallest of the quantities, in canonical form.
 //	quantity.add(a, b) - Returns a + b.
 //	quantity.sub(a, b) - Returns a - b.
 //	quantity.mul(q, n) - Returns q * n, for an int or float n.

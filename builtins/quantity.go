@@ -21,6 +21,13 @@ import (
 //
 //	parse(q) - Returns the canonical form of the quantity q.
 //	cmp(a, b) - Returns -1, 0 or 1 as the quantity a is less than, equal to or greater than b.
+//	eq(a, b) - Reports whether the quantities a and b are equal, whatever their units.
+//	lt(a, b) - Reports whether the quantity a is less than b.
+//	le(a, b) - Reports whether the quantity a is less than or equal to b.
+//	gt(a, b) - Reports whether the quantity a is greater than b.
+//	ge(a, b) - Reports whether the quantity a is greater than or equal to b.
+//	max(q, *more) - Returns the largest of the quantities, in canonical form.
+//	min(q, *more) - Returns the smallest of the quantities, in canonical form.
 //	add(a, b) - Returns a + b.
 //	sub(a, b) - Returns a - b.
 //	mul(q, n) - Returns q * n, for an int or float n.
@@ -31,6 +38,13 @@ var Quantity = &starlarkstruct.Module{
 	Members: starlark.StringDict{
 		"parse":  starlark.NewBuiltin("quantity.parse", quantityParse),
 		"cmp":    starlark.NewBuiltin("quantity.cmp", quantityCmp),
+		"eq":     starlark.NewBuiltin("quantity.eq", quantityCompare(func(c int) bool { return c == 0 })),
+		"lt":     starlark.NewBuiltin("quantity.lt", quantityCompare(func(c int) bool { return c < 0 })),
+		"le":     starlark.NewBuiltin("quantity.le", quantityCompare(func(c int) bool { return c <= 0 })),
+		"gt":     starlark.NewBuiltin("quantity.gt", quantityCompare(func(c int) bool { return c > 0 })),
+		"ge":     starlark.NewBuiltin("quantity.ge", quantityCompare(func(c int) bool { return c >= 0 })),
+		"max":    starlark.NewBuiltin("quantity.max", quantityExtreme(1)),
+		"min":    starlark.NewBuiltin("quantity.min", quantityExtreme(-1)),
 		"add":    starlark.NewBuiltin("quantity.add", quantityAdd),
 		"sub":    starlark.NewBuiltin("quantity.sub", quantitySub),
 		"mul":    starlark.NewBuiltin("quantity.mul", quantityMul),
@@ -82,6 +96,43 @@ func quantityCmp(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 		return nil, err
 	}
 	return starlark.MakeInt(x.q.Cmp(y.q)), nil
+}
+
+// quantityCompare returns the implementation of a comparison of two quantities: eq, lt, le,
+// gt or ge, as holds says of the result of a.Cmp(b).
+func quantityCompare(holds func(int) bool) func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+	return func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		var x, y quantityArg
+		if err := starlark.UnpackArgs(b.Name(), args, kwargs, "a", &x, "b", &y); err != nil {
+			return nil, err
+		}
+		return starlark.Bool(holds(x.q.Cmp(y.q))), nil
+	}
+}
+
+// quantityExtreme returns the implementation of quantity.max (sign 1) or quantity.min (sign
+// -1): the first of its arguments that no later one exceeds in that direction.
+func quantityExtreme(sign int) func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+	return func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if len(kwargs) > 0 {
+			k, _ := starlark.AsString(kwargs[0][0])
+			return nil, fmt.Errorf("%s: unexpected keyword argument %s", b.Name(), k)
+		}
+		if len(args) == 0 {
+			return nil, fmt.Errorf("%s: got no quantities, want at least one", b.Name())
+		}
+		var best quantityArg
+		for i, v := range args {
+			var q quantityArg
+			if err := q.Unpack(v); err != nil {
+				return nil, fmt.Errorf("%s: argument %d: %v", b.Name(), i+1, err)
+			}
+			if i == 0 || q.q.Cmp(best.q)*sign > 0 {
+				best = q
+			}
+		}
+		return starlark.String(canonical(&best.q)), nil
+	}
 }
 
 // quantityAdd implements quantity.add(a, b).
@@ -294,6 +345,48 @@ var quantityDocs = []Doc{{
 	Summary: "Returns -1, 0 or 1 as the quantity a is less than, equal to or greater than b.",
 	Example: `quantity.cmp("1Gi", "1024Mi")`,
 	Result:  `0`,
+}, {
+	Name:    "quantity.eq",
+	Params:  "(a, b)",
+	Summary: "Reports whether the quantities a and b are equal, whatever their units.",
+	Example: `quantity.eq("1Gi", "1024Mi")`,
+	Result:  `True`,
+}, {
+	Name:    "quantity.lt",
+	Params:  "(a, b)",
+	Summary: "Reports whether the quantity a is less than b.",
+	Example: `quantity.lt("500m", "1")`,
+	Result:  `True`,
+}, {
+	Name:    "quantity.le",
+	Params:  "(a, b)",
+	Summary: "Reports whether the quantity a is less than or equal to b.",
+	Example: `quantity.le("1G", "1Gi")`,
+	Result:  `True`,
+}, {
+	Name:    "quantity.gt",
+	Params:  "(a, b)",
+	Summary: "Reports whether the quantity a is greater than b.",
+	Example: `quantity.gt("2Gi", "2G")`,
+	Result:  `True`,
+}, {
+	Name:    "quantity.ge",
+	Params:  "(a, b)",
+	Summary: "Reports whether the quantity a is greater than or equal to b.",
+	Example: `quantity.ge("1", "1000m")`,
+	Result:  `True`,
+}, {
+	Name:    "quantity.max",
+	Params:  "(q, *more)",
+	Summary: "Returns the largest of the quantities, in canonical form.",
+	Example: `quantity.max("16Gi", "20G", "8Gi")`,
+	Result:  `"20G"`,
+}, {
+	Name:    "quantity.min",
+	Params:  "(q, *more)",
+	Summary: "Returns the smallest of the quantities, in canonical form.",
+	Example: `quantity.min("500m", 1)`,
+	Result:  `"500m"`,
 }, {
 	Name:    "quantity.add",
 	Params:  "(a, b)",
