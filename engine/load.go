@@ -1,7 +1,8 @@
 package engine
 
 // This file defines module loading: the Loader interface, loaders over a directory and an
-// fs.FS, and the resolution of load statements at compile time.
+// fs.FS, and the Linker, which resolves load statements and runs the modules before a script
+// runs.
 
 import (
 	"context"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 )
 
@@ -101,7 +103,140 @@ func (l fsLoader) Load(from, module string) (string, []byte, error) {
 // loadKey identifies one load statement's target: the module as written, in the file from.
 type loadKey struct{ from, module string }
 
-// linker loads, at compile time, every module an overlay loads, depth first, each once.
+// A Linker loads the modules that scripts load, before the scripts run. [Linker.Link] resolves
+// each load statement of a compiled script through a [Loader], which keeps names inside its
+// root; it compiles each module in the overlay dialect, links the module's own loads first, runs
+// its top level once and freezes its globals. A module that any file the Linker linked loads
+// again is not run again. A load cycle is an error that shows the whole cycle, as in
+// "a.star -> b.star -> a.star". [Linker.Load] then serves the load statements of the linked
+// files while they run.
+//
+// [Compile] links the modules of an overlay this way. To load modules for other Starlark files,
+// such as tests, use [NewLinker], link each file, and make Load the Load function of the threads
+// that run them. Link must not be called concurrently; once linking is done, Load may be called
+// from many goroutines at once.
+type Linker struct {
+	loader      Loader
+	predeclared starlark.StringDict
+	thread      func(module string) (*starlark.Thread, func() *LimitError)
+	modules     map[string]starlark.StringDict // frozen globals of each module, by resolved name
+	loads       map[loadKey]string             // resolved name of each load statement
+}
+
+// LinkOptions configures a [Linker]. The zero value runs modules as [Compile] does with the
+// zero [Options].
+type LinkOptions struct {
+	// Predeclared holds the names that modules see besides the universe. Nil means the helpers
+	// that every overlay sees.
+	Predeclared starlark.StringDict
+
+	// Thread returns a new thread to run the top level of the module named module; the Linker
+	// sets its Load. Nil means a thread bounded by DefaultMaxSteps and DefaultTimeout that
+	// discards the output of print().
+	Thread func(module string) *starlark.Thread
+}
+
+// NewLinker returns a Linker that finds modules with loader. A nil loader makes every load
+// statement an error.
+func NewLinker(loader Loader, opts *LinkOptions) *Linker {
+	if opts == nil {
+		opts = &LinkOptions{}
+	}
+	l := &Linker{loader: loader, predeclared: opts.Predeclared,
+		modules: make(map[string]starlark.StringDict), loads: make(map[loadKey]string)}
+	if l.predeclared == nil {
+		l.predeclared = predeclared
+	}
+	if newThread := opts.Thread; newThread != nil {
+		l.thread = func(module string) (*starlark.Thread, func() *LimitError) {
+			return newThread(module), func() *LimitError { return nil }
+		}
+	} else {
+		l.thread = func(module string) (*starlark.Thread, func() *LimitError) {
+			return (&Overlay{name: module}).newThread(context.Background())
+		}
+	}
+	return l
+}
+
+// Link loads the modules that prog, the compiled file named name, loads, and the modules those
+// load, each once, depth first. Names are resolved by the Linker's Loader relative to the
+// loading file. It returns an *Error whose Overlay is name and whose Pos is the load statement
+// that failed, with the Starlark backtrace when a module's top level failed.
+func (l *Linker) Link(name string, prog *starlark.Program) error {
+	return l.link(name, prog, name, []string{name})
+}
+
+// link links the loads of prog, the file named name, which loading (the chain of files being
+// loaded, from the top file) ends with. Errors name the file top.
+func (l *Linker) link(top string, prog *starlark.Program, name string, loading []string) error {
+	for i := 0; i < prog.NumLoads(); i++ {
+		module, pos := prog.Load(i)
+		if l.loader == nil {
+			return &Error{Overlay: top, Pos: pos,
+				Err: fmt.Errorf("cannot load %s: load is not enabled (no module loader is configured)", module)}
+		}
+		resolved, src, err := l.loader.Load(name, module)
+		if err != nil {
+			return &Error{Overlay: top, Pos: pos, Err: fmt.Errorf("cannot load %s: %w", module, err)}
+		}
+		l.loads[loadKey{name, module}] = resolved
+		if _, done := l.modules[resolved]; done {
+			continue
+		}
+		for j, f := range loading {
+			if f == resolved {
+				cycle := append(append([]string{}, loading[j:]...), resolved)
+				return &Error{Overlay: top, Pos: pos,
+					Err: fmt.Errorf("load cycle: %s", strings.Join(cycle, " -> "))}
+			}
+		}
+		mprog, err := l.compile(resolved, src)
+		if err != nil {
+			return &Error{Overlay: top, Err: err}
+		}
+		if err := l.link(top, mprog, resolved, append(loading, resolved)); err != nil {
+			return err
+		}
+
+		thread, stop := l.thread(resolved)
+		thread.Load = l.Load
+		globals, err := mprog.Init(thread, l.predeclared)
+		if lim := stop(); err != nil {
+			return (&Overlay{name: top}).evalError(err, thread, lim)
+		}
+		globals.Freeze()
+		l.modules[resolved] = globals
+	}
+	return nil
+}
+
+// compile parses and resolves one module in the overlay dialect.
+func (l *Linker) compile(name string, src []byte) (*starlark.Program, error) {
+	_, prog, err := starlark.SourceProgramOptions(fileOptions, name, src, l.predeclared.Has)
+	if err != nil {
+		var list resolve.ErrorList
+		if errors.As(err, &list) {
+			return nil, resolveErrors(list)
+		}
+		return nil, err
+	}
+	return prog, nil
+}
+
+// Load returns the globals of module as the load statement running in thread names it. The
+// Linker must have linked the file that holds the statement. Load has the signature of
+// starlark.Thread's Load field.
+func (l *Linker) Load(thread *starlark.Thread, module string) (starlark.StringDict, error) {
+	from := thread.CallFrame(0).Pos.Filename()
+	if g, ok := l.modules[l.loads[loadKey{from, module}]]; ok {
+		return g, nil
+	}
+	return nil, fmt.Errorf("cannot load %s: it was not loaded when %s was linked", module, from)
+}
+
+// linker links the modules of the overlay being compiled into the overlay's own tables, and
+// runs them with the overlay's limits and print.
 type linker struct {
 	overlay *Overlay
 	loading []string // the chain of files being loaded, for cycle reports
@@ -110,44 +245,7 @@ type linker struct {
 // loadAll loads the modules that prog, the file named name, loads.
 func (l *linker) loadAll(prog *starlark.Program, name string) error {
 	o := l.overlay
-	for i := 0; i < prog.NumLoads(); i++ {
-		module, pos := prog.Load(i)
-		if o.opts.Loader == nil {
-			return &Error{Overlay: o.name, Pos: pos,
-				Err: fmt.Errorf("cannot load %s: load is not enabled (no module loader is configured)", module)}
-		}
-		resolved, src, err := o.opts.Loader.Load(name, module)
-		if err != nil {
-			return &Error{Overlay: o.name, Pos: pos, Err: fmt.Errorf("cannot load %s: %w", module, err)}
-		}
-		o.loads[loadKey{name, module}] = resolved
-		if _, done := o.modules[resolved]; done {
-			continue
-		}
-		for j, f := range l.loading {
-			if f == resolved {
-				cycle := append(append([]string{}, l.loading[j:]...), resolved)
-				return &Error{Overlay: o.name, Pos: pos,
-					Err: fmt.Errorf("load cycle: %s", strings.Join(cycle, " -> "))}
-			}
-		}
-		mprog, err := compileProgram(resolved, src)
-		if err != nil {
-			return &Error{Overlay: o.name, Err: err}
-		}
-		l.loading = append(l.loading, resolved)
-		if err := l.loadAll(mprog, resolved); err != nil {
-			return err
-		}
-		l.loading = l.loading[:len(l.loading)-1]
-
-		thread, stop := o.newThread(context.Background())
-		globals, err := mprog.Init(thread, predeclared)
-		if lim := stop(); err != nil {
-			return o.evalError(err, thread, lim)
-		}
-		globals.Freeze()
-		o.modules[resolved] = globals
-	}
-	return nil
+	lk := &Linker{loader: o.opts.Loader, predeclared: predeclared, modules: o.modules, loads: o.loads,
+		thread: func(string) (*starlark.Thread, func() *LimitError) { return o.newThread(context.Background()) }}
+	return lk.link(o.name, prog, name, l.loading)
 }

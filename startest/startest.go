@@ -12,6 +12,18 @@
 //	pod_from_yaml(text)             the pod a YAML or JSON text describes, checked strictly
 //
 // A failed check is reported with its position and the test goes on; an error ends the test.
+// A failed check at the top level fails the file.
+//
+// print() writes file:line: message to the log of the running test, as go test's t.Log does:
+// the log is shown, indented under the test, when the test fails or with Options.Verbose, and
+// printing never fails a test. An overlay that apply() runs prints to the same log. What the
+// top level of a file and the modules it loads print is shown when the file fails or with
+// Verbose.
+//
+// A test file may load modules, which see the same names as test files. They are resolved
+// relative to the loading file, inside the directory of the test file, run once and frozen by
+// an [engine.Linker]; a load cycle fails the file.
+//
 // To run the tests of some files, use [Run].
 package startest
 
@@ -19,6 +31,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -27,6 +40,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -41,8 +55,8 @@ import (
 // Options configures [Run]. The zero value runs every test quietly with the engine's defaults.
 type Options struct {
 	Run      *regexp.Regexp  // only tests whose names match; nil runs all
-	Verbose  bool            // report each test, as go test -v does
-	Engine   *engine.Options // options for the overlays that apply() compiles (Loader is set per file)
+	Verbose  bool            // report each test and what it prints, as go test -v does
+	Engine   *engine.Options // options for the overlays that apply() compiles (a nil Loader or Print is set per file)
 	MaxSteps uint64          // execution steps of one test function; zero means 10,000,000
 	Timeout  time.Duration   // wall time of one test function; zero means 10s
 }
@@ -106,19 +120,88 @@ type runner struct {
 	file     string
 	opts     *Options
 	overlays map[string]*engine.Overlay
-	failures []string // of the running test
+
+	mu  sync.Mutex // guards log, which overlays may print to from other goroutines
+	log *testLog   // of the running test, or of the file's top level
 }
 
+// A testLog holds what one test, or the top level of a test file, printed and the checks that
+// failed, in order, as go test's t.Log and t.Error do. In verbose mode each line is written
+// at once; otherwise the lines are kept for the report of a failure.
+type testLog struct {
+	w      io.Writer // where lines go at once, or nil
+	indent string
+	lines  []string
+	failed bool
+}
+
+// add adds a line. In a test's log the line is indented, and its continuation lines by more
+// besides.
+func (l *testLog) add(line, more string) {
+	if l.indent != "" {
+		line = l.indent + strings.ReplaceAll(line, "\n", "\n"+l.indent+more)
+	}
+	if l.w != nil {
+		fmt.Fprintln(l.w, line)
+		return
+	}
+	l.lines = append(l.lines, line)
+}
+
+// writeTo writes the lines kept to w.
+func (l *testLog) writeTo(w io.Writer) {
+	for _, line := range l.lines {
+		fmt.Fprintln(w, line)
+	}
+}
+
+// print adds a line of print() output, at pos, to the running log.
+func (r *runner) print(pos syntax.Position, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log.add(fmt.Sprintf("%s:%d: %s", pos.Filename(), pos.Line, msg), "    ")
+}
+
+// fail adds a failure to the running log.
+func (r *runner) fail(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log.failed = true
+	r.log.add(msg, "")
+}
+
+// setLog makes l the running log.
+func (r *runner) setLog(l *testLog) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log = l
+}
+
+// runFile runs the tests of file. Without -v, the report of each failed test is kept in a
+// buffer, so that when the file fails what its top level printed comes first.
 func runFile(file string, w io.Writer, opts *Options) bool {
 	start := time.Now()
 	r := &runner{file: file, opts: opts, overlays: make(map[string]*engine.Overlay)}
-	fail := func(msg string) bool {
-		fmt.Fprintf(w, "%s\nFAIL\t%s\t%.3fs\n", msg, file, time.Since(start).Seconds())
+	var failed bytes.Buffer
+	out := io.Writer(&failed)
+	top := &testLog{}
+	if opts.Verbose {
+		out, top.w = w, w
+	}
+	r.setLog(top)
+	failFile := func() bool {
+		top.writeTo(w)
+		w.Write(failed.Bytes())
+		fmt.Fprintf(w, "FAIL\t%s\t%.3fs\n", file, time.Since(start).Seconds())
 		return false
+	}
+	fileError := func(err error) bool {
+		r.fail(errorText(err))
+		return failFile()
 	}
 	src, err := os.ReadFile(file)
 	if err != nil {
-		return fail(err.Error())
+		return fileError(err)
 	}
 	predeclared := builtins.Predeclared()
 	predeclared["assert"] = r.assertModule()
@@ -126,33 +209,24 @@ func runFile(file string, w io.Writer, opts *Options) bool {
 	predeclared["pod_from_yaml"] = starlark.NewBuiltin("pod_from_yaml", podFromYAML)
 	_, prog, err := starlark.SourceProgramOptions(&syntax.FileOptions{Set: true}, file, src, predeclared.Has)
 	if err != nil {
-		return fail(err.Error())
+		return fileError(err)
 	}
-	loader := engine.DirLoader(filepath.Dir(file))
-	modules := make(map[string]starlark.StringDict)
+	// Modules see what test files see, and run like their top level.
+	linker := engine.NewLinker(engine.DirLoader(filepath.Dir(file)), &engine.LinkOptions{
+		Predeclared: predeclared,
+		Thread:      func(string) *starlark.Thread { return r.thread() },
+	})
+	if err := linker.Link(file, prog); err != nil {
+		return fileError(err)
+	}
 	thread := r.thread()
-	thread.Load = func(t *starlark.Thread, module string) (starlark.StringDict, error) {
-		from := t.CallFrame(0).Pos.Filename()
-		name, msrc, err := loader.Load(from, module)
-		if err != nil {
-			return nil, err
-		}
-		if g, ok := modules[name]; ok {
-			return g, nil
-		}
-		mthread := r.thread()
-		mthread.Load = t.Load
-		g, err := starlark.ExecFileOptions(&syntax.FileOptions{Set: true}, mthread, name, msrc, predeclared)
-		if err != nil {
-			return nil, err
-		}
-		g.Freeze()
-		modules[name] = g
-		return g, nil
-	}
+	thread.Load = linker.Load
 	globals, err := prog.Init(thread, predeclared)
 	if err != nil {
-		return fail(errorText(err))
+		return fileError(err)
+	}
+	if top.failed { // a check at the top level
+		return failFile()
 	}
 
 	type test struct {
@@ -177,29 +251,29 @@ func runFile(file string, w io.Writer, opts *Options) bool {
 		if opts.Verbose {
 			fmt.Fprintf(w, "=== RUN   %s\n", t.name)
 		}
-		tstart := time.Now()
-		r.failures = nil
-		thread := r.thread()
-		thread.Load = nil
-		if t.fn.NumParams() != 0 {
-			r.failures = append(r.failures, fmt.Sprintf("%s: %s takes parameters, want none", t.fn.Position(), t.name))
-		} else if _, err := starlark.Call(thread, t.fn, nil, nil); err != nil {
-			r.failures = append(r.failures, errorText(err))
+		tlog := &testLog{indent: "    "}
+		if opts.Verbose {
+			tlog.w = w
 		}
+		r.setLog(tlog)
+		tstart := time.Now()
+		if t.fn.NumParams() != 0 {
+			r.fail(fmt.Sprintf("%s: %s takes parameters, want none", t.fn.Position(), t.name))
+		} else if _, err := starlark.Call(r.thread(), t.fn, nil, nil); err != nil {
+			r.fail(errorText(err))
+		}
+		r.setLog(top)
 		d := time.Since(tstart).Seconds()
-		if len(r.failures) > 0 {
+		if tlog.failed {
 			passed = false
-			fmt.Fprintf(w, "--- FAIL: %s (%.2fs)\n", t.name, d)
-			for _, f := range r.failures {
-				fmt.Fprintf(w, "    %s\n", strings.ReplaceAll(f, "\n", "\n    "))
-			}
+			fmt.Fprintf(out, "--- FAIL: %s (%.2fs)\n", t.name, d)
+			tlog.writeTo(out)
 		} else if opts.Verbose {
 			fmt.Fprintf(w, "--- PASS: %s (%.2fs)\n", t.name, d)
 		}
 	}
 	if !passed {
-		fmt.Fprintf(w, "FAIL\t%s\t%.3fs\n", file, time.Since(start).Seconds())
-		return false
+		return failFile()
 	}
 	if len(tests) == 0 {
 		fmt.Fprintf(w, "ok  \t%s\t%.3fs [no tests to run]\n", file, time.Since(start).Seconds())
@@ -209,7 +283,7 @@ func runFile(file string, w io.Writer, opts *Options) bool {
 	return true
 }
 
-// thread returns a thread bounded by the test limits.
+// thread returns a thread bounded by the test limits, whose print() goes to the running log.
 func (r *runner) thread() *starlark.Thread {
 	t := &starlark.Thread{Name: r.file}
 	steps := r.opts.MaxSteps
@@ -222,17 +296,19 @@ func (r *runner) thread() *starlark.Thread {
 		timeout = 10 * time.Second
 	}
 	time.AfterFunc(timeout, func() { t.Cancel("time limit exceeded") })
-	t.Print = func(t *starlark.Thread, msg string) {
-		pos := t.CallFrame(1).Pos
-		r.failures = append(r.failures, fmt.Sprintf("%s:%d: %s", pos.Filename(), pos.Line, msg))
-	}
+	t.Print = func(t *starlark.Thread, msg string) { r.print(t.CallFrame(1).Pos, msg) }
 	return t
 }
 
 // errorText formats an error of a test: its position and message, and a backtrace.
 func errorText(err error) string {
-	if e, ok := err.(*starlark.EvalError); ok {
-		return e.Backtrace()
+	var eval *starlark.EvalError
+	if errors.As(err, &eval) {
+		return eval.Backtrace()
+	}
+	var e *engine.Error
+	if errors.As(err, &e) && e.Backtrace != "" {
+		return err.Error() + "\n" + strings.TrimRight(e.Backtrace, "\n")
 	}
 	return err.Error()
 }
@@ -248,7 +324,7 @@ func (r *runner) failf(thread *starlark.Thread, msg starlark.Value, format strin
 	if s, ok := msg.(starlark.String); ok && s != "" {
 		text = string(s) + ": " + text
 	}
-	r.failures = append(r.failures, callerPos(thread)+": "+text)
+	r.fail(callerPos(thread) + ": " + text)
 }
 
 func (r *runner) assertModule() *starlarkstruct.Module {
@@ -376,6 +452,9 @@ func (r *runner) overlay(file string) (*engine.Overlay, error) {
 	}
 	if opts.Loader == nil {
 		opts.Loader = engine.DirLoader(filepath.Dir(path))
+	}
+	if opts.Print == nil {
+		opts.Print = r.print
 	}
 	o, err := engine.Compile(path, src, &opts)
 	if err != nil {

@@ -1,6 +1,7 @@
 package startest_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -81,5 +82,81 @@ def test_fails_ok():
 	}
 	if !strings.HasPrefix(out.String(), "ok  \t"+file+"\t") {
 		t.Errorf("got %q, want ok", out.String())
+	}
+}
+
+func TestRunLoad(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "lib/a.star", "load(\"b.star\", \"b\")\na = 1\n")
+	write(t, dir, "lib/b.star", "load(\"a.star\", \"a\")\nb = 1\n")
+	write(t, dir, "lib/common.star", "print(\"common runs\")\nC = [1]\n")
+	write(t, dir, "lib/x.star", "load(\"common.star\", \"C\")\nX = C\n")
+	write(t, dir, "lib/y.star", "load(\"common.star\", \"C\")\nY = C\n")
+	write(t, dir, "cycle_test.star", "load(\"lib/a.star\", \"a\")\ndef test_a():\n    pass\n")
+	write(t, dir, "shared_test.star", `
+load("lib/x.star", "X")
+load("lib/y.star", "Y")
+
+def test_shared():
+    assert.true(X == Y)
+    assert.fails(lambda: X.append(2), "frozen")
+`)
+
+	// A cycle fails the file and names every module in it.
+	file := filepath.Join(dir, "cycle_test.star")
+	var out strings.Builder
+	if startest.Run([]string{file}, &out, nil) {
+		t.Fatalf("Run passed, want a load cycle:\n%s", out.String())
+	}
+	a, b := filepath.Join(dir, "lib", "a.star"), filepath.Join(dir, "lib", "b.star")
+	want := fmt.Sprintf("%s: %s:1:6: load cycle: %s -> %s -> %s\nFAIL\t%s\t", file, b, a, b, a, file)
+	if !strings.HasPrefix(out.String(), want) {
+		t.Errorf("got:\n%s\nwant prefix:\n%s", out.String(), want)
+	}
+
+	// A module that two modules load runs once, and is frozen.
+	file = filepath.Join(dir, "shared_test.star")
+	out.Reset()
+	if !startest.Run([]string{file}, &out, &startest.Options{Verbose: true}) {
+		t.Fatalf("Run failed:\n%s", out.String())
+	}
+	if n := strings.Count(out.String(), "common runs"); n != 1 {
+		t.Errorf("common.star printed %d times, want 1:\n%s", n, out.String())
+	}
+}
+
+func TestRunPrint(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "overlay.star", "def overlay(pod):\n    print(\"in overlay\")\n")
+	write(t, dir, "p_test.star", `print("top")
+
+def test_pass():
+    print("pass")
+    apply("overlay.star", {"spec": {"containers": [{"name": "c"}]}})
+
+def test_fail():
+    print("fail")
+    assert.eq(1, 2)
+`)
+	file := filepath.Join(dir, "p_test.star")
+	for _, test := range []struct {
+		opts *startest.Options
+		ok   bool
+		want string // the output, without the times
+	}{
+		{&startest.Options{Run: regexp.MustCompile("pass")}, true, "ok  \tF\n"},
+		{&startest.Options{Run: regexp.MustCompile("pass"), Verbose: true}, true,
+			"F:1: top\n=== RUN   test_pass\n    F:4: pass\n    D/overlay.star:2: in overlay\n--- PASS: test_pass\nok  \tF\n"},
+		{nil, false, "F:1: top\n--- FAIL: test_fail\n    F:8: fail\n    F:9: got 1, want 2\nFAIL\tF\n"},
+	} {
+		var out strings.Builder
+		if ok := startest.Run([]string{file}, &out, test.opts); ok != test.ok {
+			t.Errorf("Run = %v, want %v:\n%s", ok, test.ok, out.String())
+		}
+		got := regexp.MustCompile(` \(\d+\.\d+s\)|\t\d+\.\d+s`).ReplaceAllString(out.String(), "")
+		got = strings.ReplaceAll(strings.ReplaceAll(got, file, "F"), dir, "D")
+		if diff := cmp.Diff(test.want, got); diff != "" {
+			t.Errorf("%+v: (-want +got):\n%s", test.opts, diff)
+		}
 	}
 }

@@ -29,8 +29,12 @@ A test file sees the overlay helpers and:
   apply(overlay_file, pod, ctx=None)   the pod after the overlay (path relative to the test file)
   pod_from_yaml(text)                  a pod from YAML or JSON text, checked strictly
 
+A test file may load modules relative to itself, inside its directory.
+
 The report reads like go test's: ok or FAIL for each file, file:line: message for each
-failure. The exit code is 1 if any test failed.`,
+failure. What print() prints (in a test, or in an overlay it applies) is shown the same way
+under the test when the test fails, or with -v; it never fails a test. What a file's top
+level prints is shown when the file fails, or with -v. The exit code is 1 if any test failed.`,
 		Example: `  starpod test examples/...
   starpod test -run 'test_gpu' -v overlays/`,
 		RunE: func(cmd *cobra.Command, paths []string) error {
