@@ -73,10 +73,11 @@ func testBuild(t *testing.T, file string) {
 }
 
 // build loads, builds and prints an app, with Build and Marshal and with Render, which must
-// agree.
+// agree. An app that LoadApp returns with problems is built too, as starpod run does, so
+// that the problems of its overlays and app id are reported with them.
 func build(file string, cfg scheduler.Config, opts scheduler.BuildOptions, format string) (string, error) {
 	app, err := scheduler.LoadApp(file)
-	if err != nil {
+	if app == nil {
 		return "", err
 	}
 	job, err := scheduler.Build(context.Background(), app, cfg, opts)

@@ -26,12 +26,43 @@
 //     the overlays too, so that an overlay can use them (in an affinity selector, say), but
 //     they are set again after the overlays, so an overlay cannot change or remove them:
 //     whatever it writes there is replaced;
-//  4. checks the pod's names and references.
+//  4. checks the pod (see below).
 //
 // Each replica is one task of one pod, so that elastic roles (min_replicas) and per-replica
 // retries (retry_policy REPLICA) can be expressed. The job's name is the app id; every
 // generated name is checked against Kubernetes' length and character rules. Build reports
-// every problem of every role and replica as one *[BuildError].
+// every problem of every role and replica as one *[BuildError]: the spec's, the run options'
+// and the app id's, and every overlay's that cannot be read or compiled, all together (every
+// overlay the spec names is compiled even if the spec has problems); then, if the spec and
+// every overlay are fine, the problems of every replica.
+//
+// # What a dry run checks
+//
+// "starpod run --dry-run" (Build and [Render]) checks offline, without a cluster:
+//
+//   - the spec: strict decoding, types, required fields, enumerations, counts and sizes,
+//     names (role names, env var names, port names and numbers, label keys and values
+//     without macros, annotation keys, resource names, claim names), paths, macros, and
+//     resource values (cpu at least 0.001, one millicore; nvidia.com/gpu only as gpu, not
+//     in devices);
+//   - the run options and the app id, which must leave room for every pod name;
+//   - every overlay's result, by the engine: the pod decodes strictly as a corev1.Pod;
+//   - every pod, after the overlays, for what the API server would reject: pod and container
+//     names, label keys and values, annotation keys, volume names and the volumes that mounts
+//     name, an image for every container, restartPolicy, dnsPolicy, imagePullPolicy and port
+//     protocol against the values k8s.io/api/core/v1 defines (empty is left to be defaulted),
+//     containerPort 1 to 65535 and hostPort 0 to 65535, port names given twice in a
+//     container, env entries with both value and valueFrom, requests above limits, and
+//     requests of a resource that cannot be overcommitted (a device, hugepages) that differ
+//     from its limit or have none; and that the pod sets no name or namespace, which are
+//     Volcano's and the job's.
+//
+// These are the checks that matter most, not all of the API server's validation of a pod;
+// quotas, admission webhooks and the rest of the pod's fields are checked only by a cluster.
+// "starpod run --dry-run=server" adds the API server's own validation: it sends the job in
+// dry-run mode, the server checks it against the Job's schema and runs the admission
+// webhooks (Volcano's among them), and nothing is persisted. The pods themselves are
+// validated in full only when Volcano creates them.
 //
 // To print a job as a user would write it (sorted keys, no nulls), use [Marshal]. To read
 // the app back from a job in the cluster, use [AppFromJob].

@@ -95,8 +95,9 @@ func describe(err *field.Error) string {
 	return err.Detail
 }
 
-// A BuildError lists every problem Build found, in the order of roles and replicas. Errors
-// of one replica are *ReplicaError values; errors from overlays wrap *engine.Error values.
+// A BuildError lists every problem Build found, in the order [Build] describes: the spec's,
+// the run options' and app id's, the overlays', then the replicas'. Errors of one replica are
+// *ReplicaError values; errors from overlays wrap *engine.Error values.
 type BuildError struct {
 	Errs []error
 }

@@ -26,11 +26,12 @@ func FuzzParseApp(f *testing.F) {
 		"- a\n- b\n",
 		"name: [\n",
 		"a: &x [*x]\n",
+		"\r\r0", // CR alone breaks lines too
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		lines := strings.Count(string(data), "\n") + 1
+		lines := yamlLines(string(data))
 		app, err := scheduler.ParseApp("app.yaml", data)
 		if err != nil {
 			var spec *scheduler.SpecError
@@ -59,4 +60,12 @@ func FuzzParseApp(f *testing.F) {
 			}
 		}
 	})
+}
+
+// yamlLines returns the number of lines of a YAML text, whose line breaks are CR LF, CR, LF,
+// NEL, LS and PS.
+func yamlLines(s string) int {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	return strings.Count(s, "\n") + strings.Count(s, "\r") + strings.Count(s, "\u0085") +
+		strings.Count(s, "\u2028") + strings.Count(s, "\u2029") + 1
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,10 +83,15 @@ type BuildOptions struct {
 // roles (unset, Volcano's default, when there are none).
 //
 // Build reports every problem it finds, not just the first: it returns a *BuildError whose
-// errors are *SpecError values (an invalid app, overlay files that cannot be read),
-// *engine.Error values (overlays that do not compile), *ReplicaError values (an overlay
-// failed on a replica, or made its pod invalid) and plain errors (bad run options, a bad or
-// too long app id). Nothing is returned with an error.
+// errors are, in this order, a *SpecError (an invalid app: the problems ParseApp or LoadApp
+// found, if they returned the app with them, else those of validating it), plain errors (bad
+// run options, a bad or too long app id), the errors of the overlays in the order they apply
+// (*SpecError values for files the spec names that cannot be read, *fs.PathError values for
+// those of opts.Overlays, *engine.Error values for those that do not compile), and
+// *ReplicaError values in the order of roles and replicas (an overlay failed on a replica, or
+// made its pod invalid). The replicas are built only if the app is valid and every overlay
+// compiles, so that a spec's or an overlay's problem is not repeated for every replica; every
+// overlay is compiled even if the spec has problems. Nothing is returned with an error.
 func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbatch.Job, error) {
 	job, _, err := build(ctx, app, cfg, opts, nil)
 	return job, err
@@ -94,15 +100,22 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 // build is Build. If print is not nil, it also prints each task with print as soon as the
 // task is built, and returns the texts in the order of the job's tasks.
 func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print func(*vcbatch.TaskSpec) ([]byte, error)) (*vcbatch.Job, [][]byte, error) {
-	// An App from LoadApp or ParseApp is valid; one made in Go may not be.
-	if ferrs := app.validate(); len(ferrs) > 0 {
+	// Every problem that can be found before the replicas are built is reported together:
+	// those of the spec (kept by LoadApp and ParseApp, or found now in an App made in Go),
+	// of the run options, of the app id, and of every overlay the app names or opts lists.
+	var errs []error
+	specOK := true
+	if app.errs != nil {
+		errs = append(errs, app.errs)
+		specOK = false
+	} else if ferrs := app.validate(); len(ferrs) > 0 {
 		se := &SpecError{File: app.File}
 		for _, fe := range ferrs {
 			se.Errors = append(se.Errors, &FieldError{Pos: app.position(field.NewPath(fe.Field)), Err: fe})
 		}
-		return nil, nil, &BuildError{Errs: []error{se}}
+		errs = append(errs, se)
+		specOK = false
 	}
-	var errs []error
 	for _, err := range cfg.validate() {
 		errs = append(errs, err)
 	}
@@ -111,12 +124,10 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 	if err != nil {
 		errs = append(errs, err)
 	}
-
-	chains, err := compileOverlays(app, opts)
-	if err != nil {
-		errs = append(errs, err.(*BuildError).Errs...)
-	}
-	if len(errs) > 0 {
+	chains, cerrs := compileOverlays(app, opts)
+	errs = append(errs, cerrs...)
+	if !specOK || len(cerrs) > 0 {
+		// Without a valid spec and every overlay there is nothing to build replicas from.
 		return nil, nil, &BuildError{Errs: errs}
 	}
 
@@ -125,9 +136,9 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 		return nil, nil, err
 	}
 	if len(spec) > maxSpecBytes {
-		return nil, nil, &BuildError{Errs: []error{fmt.Errorf(
+		errs = append(errs, fmt.Errorf(
 			"the app spec is %d bytes of JSON, want at most %d: it is kept in the job's %s annotation",
-			len(spec), maxSpecBytes, AnnotationAppSpec)}}
+			len(spec), maxSpecBytes, AnnotationAppSpec))
 	}
 	job := &vcbatch.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: vcbatch.SchemeGroupVersion.String(), Kind: "Job"},
@@ -154,7 +165,8 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 		},
 	}
 
-	// Build every replica's task, a chunk of replicas of one role at a time and several
+	// Build every replica's task, even if the run options or the app id are bad, so that the
+	// problems of the replicas are reported with theirs: a chunk of replicas of one role at a time and several
 	// chunks at once: a compiled overlay may be applied concurrently, and each overlay
 	// applies to a whole chunk in one call (one round trip to a worker process). Twice as
 	// many chunks as processors are under way, so that some are built and printed while
@@ -322,7 +334,7 @@ func (b *builder) task(rep *replica) {
 	r := &b.app.Roles[rep.role]
 	pod := rep.pod
 	setPodLabels(pod, rep.labels)
-	if verrs := validatePod(pod, &b.checks); len(verrs) > 0 {
+	if verrs := validatePod(pod, &b.checks, rep.labels); len(verrs) > 0 {
 		rep.errs = make([]error, len(verrs))
 		for i, e := range verrs {
 			rep.errs[i] = &ReplicaError{Role: r.Name, ReplicaID: rep.id, Err: e}
@@ -398,6 +410,11 @@ func jobName(app *App, opts BuildOptions) (string, error) {
 	longest := "" // the longest "-<task>-<index>"
 	i := 0
 	for _, r := range app.Roles {
+		if !r.validName() || r.Replicas() < 1 || r.Replicas() > maxReplicas {
+			// The spec is invalid, and says so; a guess at this role's task names would
+			// give an error that a fixed spec might not have.
+			continue
+		}
 		for id := range r.Replicas() {
 			if s := "-" + taskName(r.Name, id) + "-" + strconv.Itoa(i); len(s) >= len(longest) {
 				longest = s
@@ -408,10 +425,10 @@ func jobName(app *App, opts BuildOptions) (string, error) {
 	budget := maxNameLen - len(longest)
 	if opts.AppID != "" {
 		if msgs := validation.IsDNS1035Label(opts.AppID); len(msgs) > 0 {
-			return "", fmt.Errorf("app id %q: %s", opts.AppID, msgs[0])
+			return opts.AppID, fmt.Errorf("app id %q: %s", opts.AppID, msgs[0])
 		}
 		if len(opts.AppID) > budget {
-			return "", fmt.Errorf("app id %q: pod name %s%s (as Volcano checks it) is %d characters, want at most %d",
+			return opts.AppID, fmt.Errorf("app id %q: pod name %s%s (as Volcano checks it) is %d characters, want at most %d",
 				opts.AppID, opts.AppID, longest, len(opts.AppID)+len(longest), maxNameLen)
 		}
 		return opts.AppID, nil
@@ -486,8 +503,12 @@ func (app *App) path(file string) string {
 var compile = engine.Compile
 
 // compileOverlays reads and compiles every overlay file once and returns, for each role, the
-// chain of the app's overlays, the role's and opts.Overlays. It returns a *BuildError.
-func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, error) {
+// chain of the app's overlays, the role's and opts.Overlays. Its errors come in that order,
+// which is the order of the spec file and then of the command line: *SpecError values for
+// the files the spec names that cannot be read, *fs.PathError values for those of opts,
+// *engine.Error values for the files that do not compile. Empty file names, which the spec's
+// validation reports, are left out.
+func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, []error) {
 	compiled := make(map[string]*engine.Overlay)
 	var errs []error
 	compileFile := func(file string, p *field.Path) *engine.Overlay {
@@ -522,25 +543,32 @@ func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, error) {
 		compiled[file] = o
 		return o
 	}
+	specFile := func(f string, p *field.Path) *engine.Overlay {
+		if f == "" {
+			return nil
+		}
+		return compileFile(app.path(f), p)
+	}
 	var common engine.Chain
 	for i, f := range app.Overlays {
-		common = append(common, compileFile(app.path(f), field.NewPath("overlays").Index(i)))
+		common = append(common, specFile(f, field.NewPath("overlays").Index(i)))
+	}
+	roles := make([]engine.Chain, len(app.Roles))
+	for ri, r := range app.Roles {
+		for i, f := range r.Overlays {
+			roles[ri] = append(roles[ri], specFile(f, field.NewPath("roles").Index(ri).Child("overlays").Index(i)))
+		}
 	}
 	var cli engine.Chain
 	for _, f := range opts.Overlays {
 		cli = append(cli, compileFile(f, nil))
 	}
-	chains := make([]engine.Chain, len(app.Roles))
-	for ri, r := range app.Roles {
-		chain := append(engine.Chain{}, common...)
-		for i, f := range r.Overlays {
-			chain = append(chain, compileFile(app.path(f),
-				field.NewPath("roles").Index(ri).Child("overlays").Index(i)))
-		}
-		chains[ri] = append(chain, cli...)
-	}
 	if len(errs) > 0 {
-		return nil, &BuildError{Errs: errs}
+		return nil, errs
+	}
+	chains := make([]engine.Chain, len(app.Roles))
+	for ri := range app.Roles {
+		chains[ri] = slices.Concat(common, roles[ri], cli)
 	}
 	return chains, nil
 }
@@ -569,9 +597,21 @@ func (c *nameChecks) labelValue(v string) []string {
 
 func (c *nameChecks) dnsLabel(s string) []string { return c.check(&c.dns, s, content.IsDNS1123Label) }
 
-// validatePod checks what the engine's schema check cannot: names, references between
-// fields, and the metadata that Volcano owns.
-func validatePod(pod *corev1.Pod, checks *nameChecks) field.ErrorList {
+// The values of the enumerated pod fields that validatePod checks. An empty value is left
+// for the API server to default.
+var (
+	restartPolicies = []corev1.RestartPolicy{corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}
+	dnsPolicies     = []corev1.DNSPolicy{corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone}
+	pullPolicies    = []corev1.PullPolicy{corev1.PullAlways, corev1.PullNever, corev1.PullIfNotPresent}
+	protocols       = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
+)
+
+// validatePod checks what the engine's schema check cannot, and what the API server would
+// reject: names, references between fields, the values of enumerated fields, port numbers,
+// env entries with both a value and a source, requests above limits, and the metadata that
+// Volcano owns. The labels in skip are starpod's bookkeeping labels, which are checked once
+// for the job.
+func validatePod(pod *corev1.Pod, checks *nameChecks, skip map[string]string) field.ErrorList {
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
 	if pod.Name != "" {
@@ -581,6 +621,9 @@ func validatePod(pod *corev1.Pod, checks *nameChecks) field.ErrorList {
 		errs = append(errs, field.Forbidden(meta.Child("namespace"), "pods run in the job's namespace (--cfg namespace)"))
 	}
 	for _, k := range sortedKeys(pod.Labels) {
+		if v, ok := skip[k]; ok && v == pod.Labels[k] {
+			continue
+		}
 		for _, msg := range checks.labelKey(k) {
 			errs = append(errs, field.Invalid(meta.Child("labels").Key(k), k, msg))
 		}
@@ -626,14 +669,42 @@ func validatePod(pod *corev1.Pod, checks *nameChecks) field.ErrorList {
 					"want the name of one of the pod's volumes"))
 			}
 		}
+		if c.ImagePullPolicy != "" && !slices.Contains(pullPolicies, c.ImagePullPolicy) {
+			errs = append(errs, field.NotSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy, pullPolicies))
+		}
+		ports := make(map[string]bool)
 		for i, port := range c.Ports {
-			if port.Name == "" {
-				continue
+			pp := p.Child("ports").Index(i)
+			if port.Name != "" {
+				for _, msg := range validation.IsValidPortName(port.Name) {
+					errs = append(errs, field.Invalid(pp.Child("name"), port.Name, msg))
+				}
+				if ports[port.Name] {
+					errs = append(errs, field.Duplicate(pp.Child("name"), port.Name))
+				}
+				ports[port.Name] = true
 			}
-			for _, msg := range validation.IsValidPortName(port.Name) {
-				errs = append(errs, field.Invalid(p.Child("ports").Index(i).Child("name"), port.Name, msg))
+			for _, msg := range validation.IsValidPortNum(int(port.ContainerPort)) {
+				errs = append(errs, field.Invalid(pp.Child("containerPort"), port.ContainerPort,
+					fmt.Sprintf("got %d, %s", port.ContainerPort, msg)))
+			}
+			if port.HostPort != 0 {
+				for _, msg := range validation.IsValidPortNum(int(port.HostPort)) {
+					errs = append(errs, field.Invalid(pp.Child("hostPort"), port.HostPort,
+						fmt.Sprintf("got %d, %s (or 0 for none)", port.HostPort, msg)))
+				}
+			}
+			if port.Protocol != "" && !slices.Contains(protocols, port.Protocol) {
+				errs = append(errs, field.NotSupported(pp.Child("protocol"), port.Protocol, protocols))
 			}
 		}
+		for i, e := range c.Env {
+			if e.Value != "" && e.ValueFrom != nil {
+				errs = append(errs, field.Invalid(p.Child("env").Index(i).Child("valueFrom"), nil,
+					"got both value and valueFrom, want one"))
+			}
+		}
+		errs = append(errs, validateResources(&c.Resources, p.Child("resources"))...)
 	}
 	for i := range pod.Spec.InitContainers {
 		check(spec.Child("initContainers").Index(i), &pod.Spec.InitContainers[i])
@@ -641,7 +712,46 @@ func validatePod(pod *corev1.Pod, checks *nameChecks) field.ErrorList {
 	for i := range pod.Spec.Containers {
 		check(spec.Child("containers").Index(i), &pod.Spec.Containers[i])
 	}
+	if p := pod.Spec.RestartPolicy; p != "" && !slices.Contains(restartPolicies, p) {
+		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), p, restartPolicies))
+	}
+	if p := pod.Spec.DNSPolicy; p != "" && !slices.Contains(dnsPolicies, p) {
+		errs = append(errs, field.NotSupported(spec.Child("dnsPolicy"), p, dnsPolicies))
+	}
 	return errs
+}
+
+// validateResources checks that no request is above its limit, and that a resource that
+// cannot be overcommitted (a device, hugepages) has a limit equal to its request, as the API
+// server does.
+func validateResources(res *corev1.ResourceRequirements, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, name := range sortedKeys(res.Requests) {
+		req := res.Requests[name]
+		rp := p.Child("requests").Key(string(name))
+		lim, ok := res.Limits[name]
+		switch {
+		case !ok && !overcommitAllowed(name):
+			errs = append(errs, field.Required(p.Child("limits").Key(string(name)),
+				fmt.Sprintf("%s cannot be overcommitted: want a limit equal to the request %s", name, req.String())))
+		case !ok:
+		case !overcommitAllowed(name) && req.Cmp(lim) != 0:
+			errs = append(errs, field.Invalid(rp, req.String(),
+				fmt.Sprintf("want the limit %s: %s cannot be overcommitted", lim.String(), name)))
+		case req.Cmp(lim) > 0:
+			errs = append(errs, field.Invalid(rp, req.String(), fmt.Sprintf("want at most the limit %s", lim.String())))
+		}
+	}
+	return errs
+}
+
+// overcommitAllowed reports whether a container may request less of the resource than its
+// limit: as for Kubernetes, native resources (no domain, or kubernetes.io/) other than
+// hugepages.
+func overcommitAllowed(name corev1.ResourceName) bool {
+	s := string(name)
+	native := !strings.Contains(s, "/") || strings.HasPrefix(s, corev1.ResourceDefaultNamespacePrefix)
+	return native && !strings.HasPrefix(s, corev1.ResourceHugePagesPrefix)
 }
 
 // AppFromJob reads back the app spec that Build stored in the job's AnnotationAppSpec.

@@ -107,7 +107,8 @@ func rolePod(r *Role, name string, m macroValues, cfg *Config, rank0 bool) *core
 
 // resources returns the container's requests and limits: CPU limit cpu*1000 millicores and
 // request the limit minus reserved_millicpu; memory limit mem_mb M (10^6 bytes) and request
-// the limit minus reserved_memmb; both requests at least 0. GPUs go in both, other devices in
+// the limit minus reserved_memmb; both requests at least 0 and at most the limit (a
+// negative reservation, which Build reports, adds nothing). GPUs go in both, other devices in
 // limits only. TorchX truncates cpu*1000; this rounds, so that 4.35 CPUs are 4350m, not 4349m.
 func resources(res *Resource, cfg *Config) corev1.ResourceRequirements {
 	mcpu := int64(math.Round(res.CPU * 1000))
@@ -116,8 +117,8 @@ func resources(res *Resource, cfg *Config) corev1.ResourceRequirements {
 		corev1.ResourceMemory: *resource.NewScaledQuantity(res.MemMB, resource.Mega),
 	}
 	requests := corev1.ResourceList{
-		corev1.ResourceCPU:    *resource.NewMilliQuantity(max(mcpu-cfg.ReservedMilliCPU, 0), resource.DecimalSI),
-		corev1.ResourceMemory: *resource.NewScaledQuantity(max(res.MemMB-cfg.ReservedMemMB, 0), resource.Mega),
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(min(max(mcpu-cfg.ReservedMilliCPU, 0), mcpu), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewScaledQuantity(min(max(res.MemMB-cfg.ReservedMemMB, 0), res.MemMB), resource.Mega),
 	}
 	if res.GPU > 0 {
 		q := *resource.NewQuantity(int64(res.GPU), resource.DecimalSI)

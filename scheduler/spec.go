@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -33,6 +34,8 @@ type App struct {
 	File string `yaml:"-" json:"-"`
 
 	pos map[string]Position // field path → position in File, for errors found later
+	// errs holds the problems ParseApp found, if it returned the app with them.
+	errs *SpecError
 }
 
 // position returns the position in the spec file of the value at the field path p.
@@ -128,7 +131,8 @@ type Metadata struct {
 
 // LoadApp reads, decodes and validates the app spec file at path. Relative overlay paths in
 // the spec are resolved against the file's directory. It returns a *SpecError listing every
-// problem, or an *fs.PathError if the file cannot be read.
+// problem, or an *fs.PathError if the file cannot be read. Like [ParseApp], it returns the
+// app decoded as far as it could be together with a *SpecError.
 func LoadApp(path string) (*App, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -144,6 +148,11 @@ func LoadApp(path string) (*App, error) {
 // ParseApp decodes and validates the app spec data, naming it name in errors. Relative
 // overlay paths are left relative to the working directory (Dir is "."). It returns a
 // *SpecError listing every problem.
+//
+// If the data is one YAML document, ParseApp returns the app decoded as far as it could be
+// even with a *SpecError, as go/parser returns a partial syntax tree, and the app keeps the
+// error: [Build] and [Render] report its problems together with those of the overlays the
+// app names and of the app id, and build no job.
 func ParseApp(name string, data []byte) (*App, error) {
 	d := &decoder{pos: make(map[string]Position)}
 	app := &App{Dir: ".", File: name}
@@ -175,10 +184,11 @@ func ParseApp(name string, data []byte) (*App, error) {
 		}
 		return a.Pos.Col - b.Pos.Col
 	})
-	if len(d.errs) > 0 {
-		return nil, &SpecError{File: name, Errors: d.errs}
-	}
 	app.pos = d.pos
+	if len(d.errs) > 0 {
+		app.errs = &SpecError{File: name, Errors: d.errs}
+		return app, app.errs
+	}
 	return app, nil
 }
 
@@ -269,6 +279,11 @@ const maxReplicas = 1000
 // maxRoleNameLen leaves room in a task name "<role>-<replica>" and in the job name.
 const maxRoleNameLen = 40
 
+// validName reports whether the role's name is one that validate accepts.
+func (r *Role) validName() bool {
+	return r.Name != "" && len(content.IsDNS1123Label(r.Name)) == 0 && len(r.Name) <= maxRoleNameLen
+}
+
 func (r *Role) validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if r.Name == "" {
@@ -357,7 +372,14 @@ func (r *Role) validate(p *field.Path) field.ErrorList {
 		if strings.HasPrefix(k, "starpod.dev/") || strings.HasPrefix(k, "app.kubernetes.io/") {
 			errs = append(errs, field.Forbidden(kp, "this label is set by starpod"))
 		}
-		errs = append(errs, checkMacros(r.Metadata.Labels[k], kp, false)...)
+		if v := r.Metadata.Labels[k]; !strings.Contains(v, "${") {
+			for _, msg := range content.IsLabelValue(v) {
+				errs = append(errs, field.Invalid(kp, v, "bad label value: "+msg))
+			}
+		} else {
+			// Checked in each replica's pod, once the macros are substituted.
+			errs = append(errs, checkMacros(v, kp, false)...)
+		}
 	}
 	for _, k := range sortedKeys(r.Metadata.Annotations) {
 		kp := mp.Child("annotations").Key(k)
@@ -372,8 +394,12 @@ func (r *Role) validate(p *field.Path) field.ErrorList {
 
 func (res *Resource) validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if res.CPU <= 0 {
-		errs = append(errs, field.Invalid(p.Child("cpu"), res.CPU, "must be > 0"))
+	switch mcpu := math.Round(res.CPU * 1000); {
+	case math.IsInf(res.CPU, 0):
+		errs = append(errs, field.Invalid(p.Child("cpu"), res.CPU, fmt.Sprintf("got %g, want a finite number", res.CPU)))
+	case !(mcpu >= 1): // NaN too
+		errs = append(errs, field.Invalid(p.Child("cpu"), res.CPU,
+			fmt.Sprintf("got %g, want at least 0.001: the CPU limit is cpu*1000 millicores, rounded", res.CPU)))
 	}
 	if res.GPU < 0 {
 		errs = append(errs, field.Invalid(p.Child("gpu"), res.GPU, "must be >= 0"))
@@ -383,6 +409,11 @@ func (res *Resource) validate(p *field.Path) field.ErrorList {
 	}
 	for _, name := range sortedKeys(res.Devices) {
 		dp := p.Child("devices").Key(name)
+		if name == gpuDevice {
+			errs = append(errs, field.Forbidden(dp,
+				"set gpu instead: GPUs are requested and limited together, devices only limited"))
+			continue
+		}
 		for _, msg := range content.IsLabelKey(name) {
 			errs = append(errs, field.Invalid(dp, name, "bad resource name: "+msg))
 		}
@@ -458,8 +489,8 @@ func (m *Mount) validate(p *field.Path, dsts map[string]bool) field.ErrorList {
 }
 
 // sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}

@@ -167,6 +167,35 @@ roles:` + goodRole + `  env: {A: "[FIELD_PATH]status.podIP", B: "[FIELD_PATH]met
 			{field.ErrorTypeInvalid, "roles[0].env[C]", 8, 103},
 			{field.ErrorTypeInvalid, "roles[0].env[D]", 8, 130},
 		}},
+		{"tiny cpu, gpus as devices, label values", `
+name: x
+roles:
+- name: trainer
+  image: example/trainer
+  entrypoint: train
+  resource: {cpu: 0.0001, gpu: 4, mem_mb: 1000, devices: {nvidia.com/gpu: 4, vpc.amazonaws.com/efa: 1}}
+  metadata:
+    labels: {team: ml platform, ok: a.b_c-1, empty: "", long: ` + strings.Repeat("x", 64) + `, macro: "${app_id}-${replica_id}"}
+    annotations: {"bad key!": x, note: any text at all}
+`, []problem{
+			{field.ErrorTypeInvalid, "roles[0].resource.cpu", 7, 19},
+			{field.ErrorTypeForbidden, "roles[0].resource.devices[nvidia.com/gpu]", 7, 75},
+			{field.ErrorTypeInvalid, "roles[0].metadata.labels[team]", 9, 20},
+			{field.ErrorTypeInvalid, "roles[0].metadata.labels[long]", 9, 63},
+			{field.ErrorTypeInvalid, "roles[0].metadata.annotations[bad key!]", 10, 31},
+		}},
+		{"cpu rounds to a millicore", `
+name: x
+roles:
+- {name: a, image: i, entrypoint: e, resource: {cpu: 0.0005, mem_mb: 1}}
+- {name: b, image: i, entrypoint: e, resource: {cpu: 0.00049, mem_mb: 1}}
+- {name: c, image: i, entrypoint: e, resource: {cpu: .nan, mem_mb: 1}}
+- {name: d, image: i, entrypoint: e, resource: {cpu: .inf, mem_mb: 1}}
+`, []problem{
+			{field.ErrorTypeInvalid, "roles[1].resource.cpu", 5, 54},
+			{field.ErrorTypeInvalid, "roles[2].resource.cpu", 6, 54},
+			{field.ErrorTypeInvalid, "roles[3].resource.cpu", 7, 54},
+		}},
 		{"duplicate roles", `
 name: x
 roles:` + goodRole + goodRole, []problem{{field.ErrorTypeDuplicate, "roles[1].name", 9, 9}}},
@@ -249,5 +278,26 @@ func TestLoadApp(t *testing.T) {
 	}
 	if _, err := scheduler.LoadApp(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("got %v, want a not-exist error", err)
+	}
+}
+
+func TestParseAppPartial(t *testing.T) {
+	// A spec with problems comes back decoded as far as it could be, with its problems.
+	app, err := scheduler.ParseApp("app.yaml", []byte("name: x\noverlays: [a.star]\nroles:"+goodRole+"  num_replica: 2\n  overlays: [b.star]\n"))
+	var se *scheduler.SpecError
+	if !errors.As(err, &se) {
+		t.Fatalf("got error %v, want a *SpecError", err)
+	}
+	if app == nil {
+		t.Fatal("got no app with the *SpecError")
+	}
+	if got, want := [][]string{app.Overlays, app.Roles[0].Overlays}, [][]string{{"a.star"}, {"b.star"}}; !cmp.Equal(got, want) {
+		t.Errorf("got overlays %q, want %q", got, want)
+	}
+	// A file that is not one YAML document gives no app.
+	for _, data := range []string{"", "name: [\n", "name: a\n---\nname: b\n"} {
+		if app, err := scheduler.ParseApp("app.yaml", []byte(data)); app != nil || err == nil {
+			t.Errorf("%q: got app %v and error %v, want no app and an error", data, app, err)
+		}
 	}
 }

@@ -41,11 +41,14 @@ app's overlays, then each role's, then the --overlay-script files, sets starpod'
 bookkeeping labels (which overlays cannot change), and makes one Volcano Job of them.
 
 With --dry-run (or --dry-run=client) it prints the Job (sorted keys, no nulls) and never
-contacts a cluster; --dry-run=server has the API server check it instead; without
---dry-run it submits the Job.
+contacts a cluster; --dry-run=server has the API server check it too; without --dry-run
+it submits the Job. Every pod is first checked offline for what the API server would
+reject: names, labels, enumerated fields (restartPolicy, dnsPolicy, imagePullPolicy,
+port protocols), port numbers, env entries, and requests against limits.
 
-Every problem of the spec, of any overlay on any replica, and of any generated name is
-reported, one a line with its file and field path, and nothing is printed or submitted.
+Every problem is reported, one a line with its file:line:col or field path, and nothing
+is printed or submitted: those of the spec, the app id and every overlay together, and,
+when the spec and the overlays are fine, those of every replica.
 The --cfg keys are listed by "starpod runopts kubernetes".`,
 		Example: `  starpod run --dry-run --app-id demo examples/llama-ft/app.yaml
   starpod run --cfg queue=gpu,namespace=ml --overlay-script spot.star --overlay-arg zone=b app.yaml`,
@@ -115,9 +118,11 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
 		debug.SetGCPercent(400)
 	}
 	app, err := scheduler.LoadApp(spec)
-	if err != nil {
+	if app == nil {
 		return printErrors(a, err)
 	}
+	// An app with problems comes back with them (a *SpecError); Build and Render report them
+	// together with those of the overlays and the app id, and build nothing.
 	bopts := scheduler.BuildOptions{
 		AppID:       f.appID,
 		Overlays:    f.scripts,
