@@ -142,3 +142,40 @@ func TestLinkerErrors(t *testing.T) {
 	_, err = linkTop(t, l, "t/top.star", "load(\"lib/a.star\", \"a\")", predeclared)
 	matchErr(t, err, `^t/top.star:1:6: cannot load lib/a.star: load is not enabled`)
 }
+
+// A Linker loads the modules of Starlark files that are not overlays. Here a test file sees a
+// name, check, that overlays do not; the modules it loads see the overlay helpers.
+func ExampleLinker() {
+	fsys := fstest.MapFS{
+		"checks/gpu_test.star":  {Data: []byte("load(\"lib/want.star\", \"want\")\nok = check(want)\n")},
+		"checks/lib/want.star":  {Data: []byte("load(\"pools.star\", \"POOLS\")\nwant = {\"pool\": POOLS[0]}\n")},
+		"checks/lib/pools.star": {Data: []byte("POOLS = [\"gpu-h100\"]\n")},
+		"checks/lib/ping.star":  {Data: []byte("load(\"pong.star\", \"pong\")\nping = 1\n")},
+		"checks/lib/pong.star":  {Data: []byte("load(\"ping.star\", \"ping\")\npong = 1\n")},
+	}
+	predeclared := builtins.Predeclared()
+	predeclared["check"] = starlark.NewBuiltin("check", func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		return starlark.String("checked " + args[0].String()), nil
+	})
+	linker := engine.NewLinker(engine.FSLoader(fsys), nil)
+
+	src, _ := fsys.ReadFile("checks/gpu_test.star")
+	_, prog, err := starlark.SourceProgramOptions(&syntax.FileOptions{}, "checks/gpu_test.star", src, predeclared.Has)
+	if err != nil {
+		panic(err)
+	}
+	if err := linker.Link("checks/gpu_test.star", prog); err != nil {
+		panic(err)
+	}
+	globals, err := prog.Init(&starlark.Thread{Load: linker.Load}, predeclared)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(globals["ok"])
+
+	_, prog, _ = starlark.SourceProgramOptions(&syntax.FileOptions{}, "checks/ping_test.star", []byte("load(\"lib/ping.star\", \"ping\")\n"), predeclared.Has)
+	fmt.Println(linker.Link("checks/ping_test.star", prog))
+	// Output:
+	// "checked {\"pool\": \"gpu-h100\"}"
+	// checks/ping_test.star: checks/lib/pong.star:1:6: load cycle: checks/lib/ping.star -> checks/lib/pong.star -> checks/lib/ping.star
+}
