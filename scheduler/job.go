@@ -672,30 +672,33 @@ func validatePod(pod *corev1.Pod, checks *nameChecks, skip map[string]string) fi
 		if c.ImagePullPolicy != "" && !slices.Contains(pullPolicies, c.ImagePullPolicy) {
 			errs = append(errs, field.NotSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy, pullPolicies))
 		}
-		ports := make(map[string]bool)
+		var ports map[string]bool // the names so far
 		for i, port := range c.Ports {
-			pp := p.Child("ports").Index(i)
+			pp := func() *field.Path { return p.Child("ports").Index(i) } // made only for an error
 			if port.Name != "" {
 				for _, msg := range validation.IsValidPortName(port.Name) {
-					errs = append(errs, field.Invalid(pp.Child("name"), port.Name, msg))
+					errs = append(errs, field.Invalid(pp().Child("name"), port.Name, msg))
 				}
 				if ports[port.Name] {
-					errs = append(errs, field.Duplicate(pp.Child("name"), port.Name))
+					errs = append(errs, field.Duplicate(pp().Child("name"), port.Name))
+				}
+				if ports == nil {
+					ports = make(map[string]bool, len(c.Ports))
 				}
 				ports[port.Name] = true
 			}
 			for _, msg := range validation.IsValidPortNum(int(port.ContainerPort)) {
-				errs = append(errs, field.Invalid(pp.Child("containerPort"), port.ContainerPort,
+				errs = append(errs, field.Invalid(pp().Child("containerPort"), port.ContainerPort,
 					fmt.Sprintf("got %d, %s", port.ContainerPort, msg)))
 			}
 			if port.HostPort != 0 {
 				for _, msg := range validation.IsValidPortNum(int(port.HostPort)) {
-					errs = append(errs, field.Invalid(pp.Child("hostPort"), port.HostPort,
+					errs = append(errs, field.Invalid(pp().Child("hostPort"), port.HostPort,
 						fmt.Sprintf("got %d, %s (or 0 for none)", port.HostPort, msg)))
 				}
 			}
 			if port.Protocol != "" && !slices.Contains(protocols, port.Protocol) {
-				errs = append(errs, field.NotSupported(pp.Child("protocol"), port.Protocol, protocols))
+				errs = append(errs, field.NotSupported(pp().Child("protocol"), port.Protocol, protocols))
 			}
 		}
 		for i, e := range c.Env {
@@ -704,7 +707,7 @@ func validatePod(pod *corev1.Pod, checks *nameChecks, skip map[string]string) fi
 					"got both value and valueFrom, want one"))
 			}
 		}
-		errs = append(errs, validateResources(&c.Resources, p.Child("resources"))...)
+		errs = append(errs, validateResources(&c.Resources, p)...)
 	}
 	for i := range pod.Spec.InitContainers {
 		check(spec.Child("initContainers").Index(i), &pod.Spec.InitContainers[i])
@@ -723,23 +726,23 @@ func validatePod(pod *corev1.Pod, checks *nameChecks, skip map[string]string) fi
 
 // validateResources checks that no request is above its limit, and that a resource that
 // cannot be overcommitted (a device, hugepages) has a limit equal to its request, as the API
-// server does.
+// server does. p is the container's path.
 func validateResources(res *corev1.ResourceRequirements, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, name := range sortedKeys(res.Requests) {
 		req := res.Requests[name]
-		rp := p.Child("requests").Key(string(name))
 		lim, ok := res.Limits[name]
 		switch {
 		case !ok && !overcommitAllowed(name):
-			errs = append(errs, field.Required(p.Child("limits").Key(string(name)),
+			errs = append(errs, field.Required(p.Child("resources", "limits").Key(string(name)),
 				fmt.Sprintf("%s cannot be overcommitted: want a limit equal to the request %s", name, req.String())))
 		case !ok:
 		case !overcommitAllowed(name) && req.Cmp(lim) != 0:
-			errs = append(errs, field.Invalid(rp, req.String(),
+			errs = append(errs, field.Invalid(p.Child("resources", "requests").Key(string(name)), req.String(),
 				fmt.Sprintf("want the limit %s: %s cannot be overcommitted", lim.String(), name)))
 		case req.Cmp(lim) > 0:
-			errs = append(errs, field.Invalid(rp, req.String(), fmt.Sprintf("want at most the limit %s", lim.String())))
+			errs = append(errs, field.Invalid(p.Child("resources", "requests").Key(string(name)), req.String(),
+				fmt.Sprintf("want at most the limit %s", lim.String())))
 		}
 	}
 	return errs
