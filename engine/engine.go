@@ -7,11 +7,14 @@
 //
 // To compile a script once, use [Compile]; it returns an immutable [*Overlay] that one or many
 // goroutines apply at the same time with [Overlay.Apply]. To apply several overlays in order,
-// use a [Chain]. To apply an overlay or a chain to many pods, each with its own ctx, use
-// [Overlay.ApplyEach] or [Chain.ApplyEach]: with worker processes, one round trip per overlay. Each apply makes a fresh starlark.Thread, converts the pod into plain Starlark
-// values (dict, list, string, int, float, bool, None in the JSON shape users know from YAML),
-// runs the script's top level and then overlay(pod) or overlay(pod, ctx), and decodes the
-// result strictly back into a corev1.Pod.
+// use a [Chain]. To apply an overlay or a chain to many pods, use ApplyBatch, which stops at
+// the first pod that fails and says which it is, or ApplyEach, which gives each pod its own
+// ctx and its own error ([Chain.ApplyBatch], [Chain.ApplyEach]): with worker processes, each
+// makes one round trip per overlay. Each apply makes a fresh starlark.Thread, converts the pod
+// into plain Starlark values (dict, list, string, int, float, bool, None in the JSON shape
+// users know from YAML), runs the script's top level and then overlay(pod) or
+// overlay(pod, ctx), and decodes the result strictly back into a corev1.Pod of kind Pod and
+// apiVersion v1.
 //
 // Scripts run sandboxed: their only predeclared names are the Starlark universe and the helpers
 // of package builtins, so they cannot reach files, the environment, the clock, randomness or the
@@ -43,6 +46,7 @@ import (
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/starpod/starpod/builtins"
 	"github.com/starpod/starpod/internal/convert"
@@ -191,7 +195,7 @@ func Compile(name string, src []byte, opts *Options) (*Overlay, error) {
 	}
 	o := &Overlay{name: name, opts: *opts,
 		modules: make(map[string]starlark.StringDict), loads: make(map[loadKey]string)}
-	prog, err := compileProgram(name, src)
+	file, prog, err := compileFile(name, src)
 	if err != nil {
 		return nil, &Error{Overlay: name, Err: err}
 	}
@@ -215,7 +219,8 @@ func Compile(name string, src []byte, opts *Options) (*Overlay, error) {
 	}
 	f, ok := fn.(*starlark.Function)
 	if !ok {
-		return nil, &Error{Overlay: name, Err: fmt.Errorf("overlay is a %s, want a function overlay(pod) or overlay(pod, ctx)", fn.Type())}
+		return nil, &Error{Overlay: name, Pos: binding(file, "overlay"),
+			Err: fmt.Errorf("overlay is %s %s, want a function overlay(pod) or overlay(pod, ctx)", article(fn.Type()), fn.Type())}
 	}
 	n := f.NumParams()
 	if f.HasVarargs() || f.HasKwargs() || f.NumKwonlyParams() > 0 || n < 1 || n > 2 {
@@ -229,15 +234,73 @@ func Compile(name string, src []byte, opts *Options) (*Overlay, error) {
 
 // compileProgram parses and resolves one file of the overlay dialect.
 func compileProgram(name string, src []byte) (*starlark.Program, error) {
-	_, prog, err := starlark.SourceProgramOptions(fileOptions, name, src, predeclared.Has)
+	_, prog, err := compileFile(name, src)
+	return prog, err
+}
+
+// compileFile parses and resolves one file of the overlay dialect, and returns its syntax
+// tree too.
+func compileFile(name string, src []byte) (*syntax.File, *starlark.Program, error) {
+	file, prog, err := starlark.SourceProgramOptions(fileOptions, name, src, predeclared.Has)
 	if err != nil {
 		var list resolve.ErrorList
 		if errors.As(err, &list) {
-			return nil, resolveErrors(list)
+			return nil, nil, resolveErrors(list)
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return prog, nil
+	return file, prog, nil
+}
+
+// binding returns the position where a top-level statement of file binds the global name:
+// the name in an assignment or a load statement, or the def of a function. The dialect
+// allows a global one binding, so there is at most one.
+func binding(file *syntax.File, name string) syntax.Position {
+	var pos syntax.Position
+	var lhs func(e syntax.Expr)
+	lhs = func(e syntax.Expr) {
+		switch e := e.(type) {
+		case *syntax.Ident:
+			if e.Name == name {
+				pos = e.NamePos
+			}
+		case *syntax.TupleExpr:
+			for _, x := range e.List {
+				lhs(x)
+			}
+		case *syntax.ListExpr:
+			for _, x := range e.List {
+				lhs(x)
+			}
+		case *syntax.ParenExpr:
+			lhs(e.X)
+		}
+	}
+	for _, stmt := range file.Stmts {
+		switch stmt := stmt.(type) {
+		case *syntax.AssignStmt:
+			lhs(stmt.LHS)
+		case *syntax.DefStmt:
+			if stmt.Name.Name == name {
+				pos = stmt.Def
+			}
+		case *syntax.LoadStmt:
+			for _, to := range stmt.To {
+				if to.Name == name {
+					pos = to.NamePos
+				}
+			}
+		}
+	}
+	return pos
+}
+
+// article returns the indefinite article of a type name: "an" before a vowel, "a" otherwise.
+func article(typ string) string {
+	if typ != "" && strings.ContainsRune("aeiouAEIOU", rune(typ[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 // resolveErrors reports every resolve error, one a line, each with its position.
@@ -407,10 +470,29 @@ func (o *Overlay) decode(v starlark.Value) (*corev1.Pod, error) {
 		}
 		return nil, &Error{Overlay: o.name, Pos: o.pos, Err: err}
 	}
+	errs = append(checkKind(pod), errs...)
 	if len(errs) > 0 {
 		return nil, &Error{Overlay: o.name, Pos: o.pos, Fields: errs}
 	}
 	return pod, nil
+}
+
+// checkKind checks the kind and apiVersion of a pod an overlay returned: an overlay may leave
+// them out, which gives Pod and v1, but not change them.
+func checkKind(pod *corev1.Pod) field.ErrorList {
+	var errs field.ErrorList
+	check := func(name string, got *string, want string) {
+		switch *got {
+		case "":
+			*got = want
+		case want:
+		default:
+			errs = append(errs, field.Invalid(field.NewPath(name), *got, fmt.Sprintf("got %q, want %q", *got, want)))
+		}
+	}
+	check("kind", &pod.Kind, "Pod")
+	check("apiVersion", &pod.APIVersion, "v1")
+	return errs
 }
 
 // evalError wraps an error of Starlark execution.
@@ -458,6 +540,38 @@ func (c Chain) Apply(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1.Po
 		}
 	}
 	return pod, nil
+}
+
+// ApplyBatch applies every overlay of c in order to each of pods, as Apply does, with env as
+// the ctx of every pod, and returns the results in order. If a pod fails, it returns the
+// results of the pods before it and the *Error of the first overlay that failed on that pod:
+// len(out) is the index of the pod that failed. That pod is the first in the order of pods
+// that Apply would fail on, as if each pod were applied in turn; the pods after it may have
+// been applied by some overlays. Each overlay gets the pods in one [Overlay.ApplyBatch] call,
+// so with [WorkerProcess] isolation each overlay makes one round trip to a worker.
+func (c Chain) ApplyBatch(ctx context.Context, pods []*corev1.Pod, env *Env) ([]*corev1.Pod, error) {
+	if len(c) == 0 {
+		out := make([]*corev1.Pod, len(pods))
+		for i, pod := range pods {
+			out[i] = pod.DeepCopy()
+		}
+		return out, nil
+	}
+	out := pods
+	var failed error
+	for _, o := range c {
+		if len(out) == 0 {
+			break
+		}
+		// An overlay that fails on a pod stops there, and the overlays after it still
+		// apply to the pods before that pod: one of them may fail first.
+		res, err := o.ApplyBatch(ctx, out, env)
+		if err != nil {
+			failed = err
+		}
+		out = res
+	}
+	return out, failed
 }
 
 // ApplyEach applies every overlay of c in order to each of pods, as Apply does, with envs[i]

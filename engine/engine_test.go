@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
@@ -65,7 +66,9 @@ func TestCompileErrors(t *testing.T) {
 		{"no overlay", "def f(pod):\n    pass\n", `^overlay.star: no top-level function named overlay; define`},
 		{"near plural", "def overlays(pod):\n    pass\n", `^overlay.star:1:1: no top-level function named overlay; did you mean "overlays"\?`},
 		{"near case", "def Overlay(pod):\n    pass\n", `did you mean "Overlay"\?`},
-		{"not a function", "overlay = 3\n", `^overlay.star: overlay is a int, want a function`},
+		{"not a function", "overlay = 3\n", `^overlay.star:1:1: overlay is an int, want a function overlay\(pod\) or overlay\(pod, ctx\)$`},
+		{"not a function later", "x = 1\noverlay = \"pod\"\n", `^overlay.star:2:1: overlay is a string, want a function`},
+		{"not a function in a tuple", "x, overlay = 1, None\n", `^overlay.star:1:4: overlay is a NoneType, want a function`},
 		{"no params", "def overlay():\n    pass\n", `^overlay.star:1:1: overlay has parameters \(\), want \(pod\) or \(pod, ctx\)`},
 		{"three params", "def overlay(pod, ctx, x):\n    pass\n", `overlay has parameters \(pod, ctx, x\), want`},
 		{"varargs", "def overlay(*pods):\n    pass\n", `overlay has parameters \(\*pods\), want`},
@@ -227,6 +230,24 @@ func TestApplyErrors(t *testing.T) {
 			fields: []*field.Error{field.TypeInvalid(field.NewPath("metadata", "labels").Key("self"), nil, "")}},
 		{name: "bad quantity", body: "    pod[\"spec\"][\"containers\"][0][\"resources\"][\"limits\"][\"cpu\"] = \"four\"",
 			fields: []*field.Error{field.Invalid(field.NewPath("spec", "containers").Index(0).Child("resources", "limits").Key("cpu"), nil, "")}},
+		{name: "kind changed", body: "    pod[\"kind\"] = \"Deployment\"",
+			want:   `^overlay.star:1:1: kind: got "Deployment", want "Pod"$`,
+			fields: []*field.Error{field.Invalid(field.NewPath("kind"), nil, "")}},
+		{name: "apiVersion changed", body: "    pod[\"apiVersion\"] = \"v2\"",
+			want:   `^overlay.star:1:1: apiVersion: got "v2", want "v1"$`,
+			fields: []*field.Error{field.Invalid(field.NewPath("apiVersion"), nil, "")}},
+		{name: "new dict of another kind", body: "    return {\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"spec\": {\"hostname\": 1}}",
+			want: `^overlay.star:1:1: kind: got "Deployment", want "Pod"\n` +
+				`overlay.star:1:1: apiVersion: got "apps/v1", want "v1"\n` +
+				`overlay.star:1:1: spec.hostname: got int, want string$`,
+			fields: []*field.Error{
+				field.Invalid(field.NewPath("kind"), nil, ""),
+				field.Invalid(field.NewPath("apiVersion"), nil, ""),
+				field.TypeInvalid(field.NewPath("spec", "hostname"), nil, ""),
+			}},
+		{name: "kind of the wrong type", body: "    pod[\"kind\"] = 1",
+			want:   `^overlay.star:1:1: kind: got int, want string$`,
+			fields: []*field.Error{field.TypeInvalid(field.NewPath("kind"), nil, "")}},
 		{name: "steps", body: "    for i in range(1 << 40):\n        pass", want: `^overlay.star:3:5: exceeded the limit of 1000000 execution steps`, limit: "steps"},
 		{name: "result size", body: "    pod[\"metadata\"][\"annotations\"] = {\"big\": \"x\" * (2 << 20)}",
 			want: `^overlay.star:1:1: result exceeds the size limit of 1048576 bytes of JSON`, limit: "result size"},
@@ -269,6 +290,121 @@ func TestApplyErrors(t *testing.T) {
 			if errors.As(err, &lim) != (test.limit != "") || (lim != nil && lim.Limit != test.limit) {
 				t.Errorf("LimitError = %v, want limit %q", lim, test.limit)
 			}
+		})
+	}
+}
+
+// TestKindAndAPIVersion checks that a result without a kind or an apiVersion is a v1 Pod,
+// whether the overlay dropped them or the input had none.
+func TestKindAndAPIVersion(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	noType := testPod()
+	noType.TypeMeta = metav1.TypeMeta{}
+	for _, test := range []struct {
+		name, src string
+		in        *corev1.Pod
+	}{
+		{"new dict", "def overlay(pod):\n    return {\"metadata\": pod[\"metadata\"], \"spec\": pod[\"spec\"]}\n", testPod()},
+		{"deleted", "def overlay(pod):\n    pod.pop(\"kind\")\n    pod.pop(\"apiVersion\")\n", testPod()},
+		{"None", "def overlay(pod):\n    pod[\"kind\"] = None\n    pod[\"apiVersion\"] = None\n", testPod()},
+		{"input without them", "def overlay(pod):\n    pass\n", noType},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			for _, opts := range []*engine.Options{nil, workerOptions(pool)} {
+				got, err := compile(t, test.src, opts).Apply(context.Background(), test.in, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(testPod(), got); diff != "" {
+					t.Errorf("isolation %v: (-want +got):\n%s", opts != nil, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestApplyBatch checks that a batch stops at the first pod that fails, says which it is by
+// the results before it, and applies no pod twice.
+func TestApplyBatch(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	for _, isolation := range []string{"in-process", "worker"} {
+		t.Run(isolation, func(t *testing.T) {
+			var mu sync.Mutex
+			var visits []string
+			opts := &engine.Options{Print: func(pos syntax.Position, msg string) {
+				mu.Lock()
+				defer mu.Unlock()
+				visits = append(visits, pos.Filename()+" "+msg)
+			}}
+			if isolation == "worker" {
+				opts.Isolation, opts.Workers = engine.WorkerProcess, pool
+			}
+			overlay := func(name, bad string) *engine.Overlay {
+				src := fmt.Sprintf("def overlay(pod):\n    print(\"visit\", pod[\"metadata\"][\"name\"])\n"+
+					"    if pod[\"metadata\"][\"name\"] == %q:\n        fail(\"bad\")\n", bad)
+				o, err := engine.Compile(name, []byte(src), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return o
+			}
+			var pods []*corev1.Pod
+			for _, name := range []string{"a", "b", "c", "d"} {
+				pod := testPod()
+				pod.Name = name
+				pods = append(pods, pod)
+			}
+			check := func(chain engine.Chain, wantOut int, wantErr string, wantVisits []string) {
+				t.Helper()
+				visits = nil
+				out, err := chain.ApplyBatch(context.Background(), pods, nil)
+				if len(out) != wantOut {
+					t.Errorf("got %d results, want %d", len(out), wantOut)
+				}
+				for i, pod := range out {
+					if pod == nil || pod.Name != pods[i].Name {
+						t.Errorf("result %d = %v, want pod %s", i, pod, pods[i].Name)
+					}
+				}
+				if wantErr == "" {
+					if err != nil {
+						t.Errorf("got %v, want no error", err)
+					}
+				} else {
+					matchErr(t, err, wantErr)
+				}
+				// A worker goes on with the pods after the one that failed, so the visits
+				// of the last overlay to fail may be more; but never twice.
+				seen := make(map[string]bool)
+				for _, v := range visits {
+					if seen[v] {
+						t.Errorf("%q twice in %q", v, visits)
+					}
+					seen[v] = true
+				}
+				for _, v := range wantVisits {
+					if !seen[v] {
+						t.Errorf("no %q in %q", v, visits)
+					}
+				}
+				if isolation == "in-process" && len(visits) != len(wantVisits) {
+					t.Errorf("visits = %q, want %q", visits, wantVisits)
+				}
+			}
+			x, y := overlay("x.star", "c"), overlay("y.star", "b")
+			check(engine.Chain{x}, 2, `^x.star:4:13: fail: bad$`, []string{"x.star visit a", "x.star visit b", "x.star visit c"})
+			if out, err := x.ApplyBatch(context.Background(), pods, nil); len(out) != 2 || err == nil {
+				t.Errorf("Overlay.ApplyBatch: got %d results and %v, want 2 and an error", len(out), err)
+			}
+			// y fails on a pod before the one x failed on: that is the first pod to fail.
+			check(engine.Chain{x, y}, 1, `^y.star:4:13: fail: bad$`,
+				[]string{"x.star visit a", "x.star visit b", "x.star visit c", "y.star visit a", "y.star visit b"})
+			check(engine.Chain{y, x}, 1, `^y.star:4:13: fail: bad$`, []string{"y.star visit a", "y.star visit b", "x.star visit a"})
+			check(engine.Chain{overlay("ok1.star", "none"), overlay("ok2.star", "none")}, 4, "", []string{
+				"ok1.star visit a", "ok1.star visit b", "ok1.star visit c", "ok1.star visit d",
+				"ok2.star visit a", "ok2.star visit b", "ok2.star visit c", "ok2.star visit d"})
 		})
 	}
 }

@@ -841,26 +841,27 @@ func (o *Overlay) applyWorker(ctx context.Context, pods []*corev1.Pod, env *Env,
 	return b.out, b.errs
 }
 
-// ApplyBatch applies the overlay to each of pods, as Apply does, and returns the results in
-// order; on error it returns the *Error of the first pod that failed. With [WorkerProcess]
-// isolation all pods go to one worker in one round trip.
+// ApplyBatch applies the overlay to each of pods, as Apply does, with env as the ctx of every
+// pod, and returns the results in order. It stops at the first pod that fails and returns the
+// results of the pods before it and that pod's *Error: len(out) is the index of the pod that
+// failed. With [WorkerProcess] isolation all pods go to one worker in one round trip.
 func (o *Overlay) ApplyBatch(ctx context.Context, pods []*corev1.Pod, env *Env) ([]*corev1.Pod, error) {
 	if o.remote != nil {
 		out, errs := o.applyWorker(ctx, pods, env, nil, true)
-		for _, err := range errs {
+		for i, err := range errs {
 			if err != nil {
-				return nil, err
+				return out[:i], err
 			}
 		}
 		return out, nil
 	}
-	out := make([]*corev1.Pod, len(pods))
-	for i, pod := range pods {
+	out := make([]*corev1.Pod, 0, len(pods))
+	for _, pod := range pods {
 		res, err := o.Apply(ctx, pod, env)
 		if err != nil {
-			return nil, err
+			return out, err
 		}
-		out[i] = res
+		out = append(out, res)
 	}
 	return out, nil
 }

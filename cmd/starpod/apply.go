@@ -37,8 +37,8 @@ func newApplyCmd(a *app) *cobra.Command {
 		Long: `Apply reads a multi-document YAML or JSON stream (the -f files in order, or standard
 input), applies the overlays in order to every Pod, passes every other document through
 unchanged and writes the documents in input order to standard output. It streams: -j
-documents are applied at the same time, and output beyond a few MiB waits in a temporary
-file, which is removed at the end.
+documents are applied at the same time, and output beyond 1 MiB waits in a temporary file,
+which is removed at the end.
 
 Nothing is written unless every document succeeds: on any error, standard output stays
 empty, the error goes to standard error and the exit code is 1.`,
@@ -283,8 +283,11 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 		}
 		docs = append(docs, doc)
 	}
-	results, failed, err := p.applyPods(ctx, pods)
+	// The chain stops at the first pod that fails, in order, and returns the results of the
+	// pods before it.
+	results, err := p.chain.ApplyBatch(ctx, pods, p.env)
 	if err != nil {
+		failed := len(results)
 		n := podDocs[failed]
 		docErr = docError(docs[n], pods[failed], err)
 		docs = docs[:n]
@@ -311,43 +314,6 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 		b.err = docErr
 	}
 	b.docs = nil // only the output waits for the writer
-}
-
-// applyPods applies the chain to pods, each overlay to all of them at once. On error it
-// returns the index of the first pod that failed, that pod's error and the results of the
-// pods before it.
-func (p *pipeline) applyPods(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, int, error) {
-	if len(pods) == 0 {
-		return nil, 0, nil
-	}
-	if len(p.chain) == 0 {
-		out := make([]*corev1.Pod, len(pods))
-		for i, pod := range pods {
-			out[i] = pod.DeepCopy()
-		}
-		return out, 0, nil
-	}
-	out := pods
-	var err error
-	for _, o := range p.chain {
-		if out, err = o.ApplyBatch(ctx, out, p.env); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		return out, 0, nil
-	}
-	// A batch reports the error of its first failing pod without saying which pod that is:
-	// apply the pods one by one to find it. Applies are deterministic, so the same pod fails.
-	out = make([]*corev1.Pod, 0, len(pods))
-	for i, pod := range pods {
-		res, err := p.chain.Apply(ctx, pod, p.env)
-		if err != nil {
-			return out, i, err
-		}
-		out = append(out, res)
-	}
-	return nil, 0, err // the batch failed for a reason of its own, such as a worker's crash
 }
 
 // isPod reports whether doc is a core/v1 Pod.
