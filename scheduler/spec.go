@@ -392,6 +392,10 @@ func (r *Role) validate(p *field.Path) field.ErrorList {
 	return errs
 }
 
+// maxCPU is the largest cpu of a resource: a billion cores, far beyond any node, and far
+// within the int64 count of millicores of a quantity.
+const maxCPU = 1e9
+
 func (res *Resource) validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	switch mcpu := math.Round(res.CPU * 1000); {
@@ -400,6 +404,8 @@ func (res *Resource) validate(p *field.Path) field.ErrorList {
 	case !(mcpu >= 1): // NaN too
 		errs = append(errs, field.Invalid(p.Child("cpu"), res.CPU,
 			fmt.Sprintf("got %g, want at least 0.001: the CPU limit is cpu*1000 millicores, rounded", res.CPU)))
+	case res.CPU > maxCPU: // the millicores must fit in an int64 quantity
+		errs = append(errs, field.Invalid(p.Child("cpu"), res.CPU, fmt.Sprintf("got %g, want at most %g", res.CPU, float64(maxCPU))))
 	}
 	if res.GPU < 0 {
 		errs = append(errs, field.Invalid(p.Child("gpu"), res.GPU, "must be >= 0"))

@@ -191,10 +191,13 @@ roles:
 - {name: b, image: i, entrypoint: e, resource: {cpu: 0.00049, mem_mb: 1}}
 - {name: c, image: i, entrypoint: e, resource: {cpu: .nan, mem_mb: 1}}
 - {name: d, image: i, entrypoint: e, resource: {cpu: .inf, mem_mb: 1}}
+- {name: e, image: i, entrypoint: e, resource: {cpu: 1e20, mem_mb: 1}}
+- {name: f, image: i, entrypoint: e, resource: {cpu: 1e9, mem_mb: 1}}
 `, []problem{
 			{field.ErrorTypeInvalid, "roles[1].resource.cpu", 5, 54},
 			{field.ErrorTypeInvalid, "roles[2].resource.cpu", 6, 54},
 			{field.ErrorTypeInvalid, "roles[3].resource.cpu", 7, 54},
+			{field.ErrorTypeInvalid, "roles[4].resource.cpu", 8, 54},
 		}},
 		{"duplicate roles", `
 name: x
