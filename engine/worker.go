@@ -13,6 +13,18 @@ package engine
 //     memory.max = MaxMemory. A script that passes the limit kills its worker; the caller gets
 //     an *Error wrapping a *LimitError{Limit: "memory"} naming the overlay, and the pool starts
 //     a new worker on demand.
+//   - The memory limit is per worker process, and covers every script the worker holds: the
+//     last 16 (maxWorkerScripts) it compiled or applied, with the globals of their modules. A
+//     script whose modules hold much memory leaves less to the others in the same worker, and
+//     one that passes the limit only beside them is reported as passing it.
+//   - A worker that dies before it says it is ready (one whose memory limit is too small to
+//     start) gives an error saying the worker could not start, not a limit of the overlay; a
+//     limit below 48Mi is refused at Compile.
+//   - The parent holds little of what a script sends back: each print() message is cut to
+//     64 KiB, the output of one compile or one pod's apply to 1 MiB (the rest is dropped, with
+//     one line saying so), the texts of errors to 16 KiB each, and no frame from a worker may
+//     pass answerFrameLimit, a few times the result size limit. print() output reaches the
+//     caller as it happens, also when a later step kills the worker.
 //   - Steps, time and result size are limited inside the worker as in process; the parent also
 //     kills a worker that has not answered a pod within the time limit plus one second (one
 //     step that runs long, such as a huge sort), and a worker whose caller's context ends.
@@ -69,6 +81,17 @@ const (
 
 // DefaultMaxMemory is the memory limit of a worker process when Options.MaxMemory is zero.
 const DefaultMaxMemory = 512 << 20
+
+// workerStartMemory is the smallest memory limit of a worker process: about the smallest
+// under which one starts and compiles a script on 64-bit Linux (measured: 44 to 48 MiB),
+// where the Go runtime maps its heap in arenas of 64 MiB that the limits on the worker's data
+// segment and address space must admit. Compile refuses a smaller Options.MaxMemory.
+const workerStartMemory = 48 << 20
+
+// errSmallMemory returns the error of a memory limit below workerStartMemory.
+func errSmallMemory(limit int64) error {
+	return fmt.Errorf("starting an overlay worker: the memory limit %s is below the %s a worker needs to start", FormatSize(limit), FormatSize(workerStartMemory))
+}
 
 // workerGrace is how long past its own time limit the parent waits for a worker's answer
 // before it kills the worker.
@@ -157,6 +180,9 @@ func (p *WorkerPool) Prestart(opts *Options) {
 		opts = &Options{}
 	}
 	limit := opts.maxMemory()
+	if limit < workerStartMemory {
+		return // Compile reports it
+	}
 	p.mu.Lock()
 	n := p.size - p.alive
 	if p.closed {
@@ -309,10 +335,11 @@ type worker struct {
 	out     *frameReader
 	outFile *os.File
 	stderr  *tail
-	scripts map[string]bool // the scripts the worker has compiled
-	exited  chan struct{}   // closed when the process has exited
+	scripts scriptCache[struct{}] // the scripts the worker holds compiled
+	exited  chan struct{}         // closed when the process has exited
 	dead    bool
 	greeted bool // whether the hello frame is sent
+	ready   bool // whether the worker's hello frame came: it has limited its memory
 
 	enc     podEncoder // the pod sent last
 	env     *Env       // the ctx sent last
@@ -348,7 +375,7 @@ func (p *WorkerPool) start(limit int64) (*worker, error) {
 	cmd.Stdin, cmd.Stdout = inR, outW
 	w := &worker{pool: p, limit: limit, cmd: cmd, inFile: inW, outFile: outR,
 		in: bufio.NewWriterSize(inW, 64<<10), out: newFrameReader(outR),
-		stderr: &tail{max: 8 << 10}, scripts: make(map[string]bool), exited: make(chan struct{})}
+		stderr: &tail{max: 8 << 10}, exited: make(chan struct{})}
 	cmd.Stderr = w.stderr
 	err = cmd.Start()
 	inR.Close()
@@ -394,6 +421,7 @@ const (
 	failTime   workerFailure = iota + 1 // killed by the parent for not answering in time
 	failCtx                             // killed because the caller's context ended
 	failMemory                          // died of its memory limit
+	failStart                           // died before it was ready: it could not start
 	failOther                           // died otherwise
 )
 
@@ -439,6 +467,18 @@ func (w *worker) call(ctx context.Context, first, each time.Duration, async bool
 			}
 			break
 		}
+		if !w.ready {
+			if kind != frameReady || string(body) != protocolVersion {
+				err = fmt.Errorf("got a frame of kind %q, want the worker's hello of protocol %q: the worker is another build of starpod", kind, protocolVersion)
+				if kind == frameReady {
+					err = fmt.Errorf("got protocol %q, want %q: the worker is another build of starpod", body, protocolVersion)
+				}
+				broke = err
+				break
+			}
+			w.ready = true
+			continue
+		}
 		if kind == framePrint {
 			var p wirePrint
 			if err = json.Unmarshal(body, &p); err != nil {
@@ -478,6 +518,9 @@ func (w *worker) call(ctx context.Context, first, each time.Duration, async bool
 		return r, nil
 	}
 	stderr := w.stderr.String()
+	if !w.ready {
+		return failStart, w.startError(stderr, broke)
+	}
 	if outOfMemory(stderr) || killedByOOM(w.cmd.ProcessState) && broke == nil ||
 		runtimeCrash(stderr) && exitPeakRSS(w.cmd.ProcessState) >= w.limit*raceMemoryFactor/4 {
 		return failMemory, nil
@@ -490,6 +533,27 @@ func (w *worker) call(ctx context.Context, first, each time.Duration, async bool
 		msg += ": " + line
 	}
 	return failOther, fmt.Errorf("overlay worker failed: %s", msg)
+}
+
+// startError returns the error of a worker that died, or broke the protocol, before it said
+// it was ready.
+func (w *worker) startError(stderr string, broke error) error {
+	msg := w.cmd.ProcessState.String()
+	if broke != nil {
+		msg = broke.Error()
+	} else if line := firstLine(stderr); line != "" {
+		msg += ": " + line
+	}
+	if broke == nil && (outOfMemory(stderr) || runtimeCrash(stderr) || killedByOOM(w.cmd.ProcessState)) {
+		msg += fmt.Sprintf(": the worker ran out of memory as it started, under the memory limit of %s", FormatSize(w.limit))
+	}
+	return fmt.Errorf("starting an overlay worker: %s", msg)
+}
+
+// firstLine returns the first line of s that is not empty.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
 }
 
 // outOfMemory reports whether the standard error of a dead worker says it ran out of memory:
@@ -572,6 +636,9 @@ type remote struct {
 // load statements with opts.Loader, without running anything, and the worker compiles the
 // script with the answers.
 func compileWorker(name string, src []byte, opts *Options) (*Overlay, error) {
+	if limit := opts.maxMemory(); limit < workerStartMemory {
+		return nil, &Error{Overlay: name, Err: errSmallMemory(limit)}
+	}
 	d := &wireScript{Name: name, Src: src, HasLoader: opts.Loader != nil,
 		MaxSteps: opts.MaxSteps, Timeout: opts.Timeout, MaxResultBytes: opts.MaxResultBytes,
 		Print: opts.Print != nil}
@@ -683,13 +750,17 @@ func (o *Overlay) callWorker(ctx context.Context, b *batch) (n int, died bool, e
 			return answered, false, &Error{Overlay: o.name, Err: ctx.Err()}
 		case failMemory:
 			return answered, true, &Error{Overlay: o.name, Err: &LimitError{Limit: "memory", Value: FormatSize(r.limit)}}
+		case failStart:
+			// Another worker would fail to start as well.
+			return answered, false, &Error{Overlay: o.name, Err: err}
 		default:
 			// A worker that failed before its first answer may be broken: trying the other
 			// pods in another would fail as often.
 			return answered, answered > 0, &Error{Overlay: o.name, Err: err}
 		}
 	}
-	if !w.scripts[r.script.Key] {
+	w.out.max = answerFrameLimit(r.script.MaxResultBytes)
+	if _, ok := w.scripts.get(r.script.Key); !ok {
 		var compileErr *wireError
 		fail, err := w.call(ctx, workerGrace+time.Duration(len(r.script.Loads)+1)*timeout, 0, false,
 			func(in *bufio.Writer) error {
@@ -718,11 +789,12 @@ func (o *Overlay) callWorker(ctx context.Context, b *batch) (n int, died bool, e
 		if compileErr != nil {
 			return 0, false, compileErr.error()
 		}
-		w.scripts[r.script.Key] = true
+		w.scripts.add(r.script.Key, struct{}{})
 	}
 	if b == nil || len(b.todo) == 0 {
 		return 0, false, nil
 	}
+	w.scripts.use(r.script.Key) // as the worker does when it reads the apply
 	fail, err := w.call(ctx, workerGrace+timeout, workerGrace+timeout, len(b.todo) > 1,
 		func(in *bufio.Writer) error { return w.sendPods(in, r.script.Key, b) }, print,
 		func(kind byte, body []byte) (bool, error) {

@@ -4,9 +4,11 @@ package engine
 // over the worker's standard input and output, pods in the generated Kubernetes protobuf
 // encoding, and the serialisable forms of scripts and errors.
 //
-// A frame is a 4-byte big-endian length n, a kind byte and a body of n bytes. The parent opens
-// with a hello frame naming the protocol version, and a worker that speaks another version
-// exits with an error saying so. Then it sends requests, one at a time:
+// A frame is a 4-byte big-endian length n, a kind byte and a body of n bytes. A worker opens
+// with a hello frame naming the protocol version once it has limited its memory, so that the
+// parent tells a worker that could not start from one that a script killed. The parent opens
+// with its own hello, and a worker that speaks another version exits with an error saying so.
+// Then the parent sends requests, one at a time:
 //
 //	define:  D(JSON wireScript)                       -> p* d(empty, or JSON wireError)
 //	apply:   A(script key) (P(pod) | S(message))* E   -> (p* (r(pod) | e(JSON wireError)))* p* d
@@ -14,9 +16,20 @@ package engine
 // The worker compiles a defined script and answers done, with the compile error if any. In an
 // apply, the worker answers each pod frame (or skip frame, for a pod the parent failed to
 // encode) in order as soon as it is done, with the resulting pod or the error, and answers the
-// end frame with done; print() output (p, JSON wirePrint) goes back as it happens. The parent
-// streams the pods while the worker applies the ones before, and decodes the answers while the
-// worker applies the ones after.
+// end frame with done; print() output (p, JSON wirePrint) goes back as it happens, each
+// message flushed at once, so that the parent has it even if a later step kills the worker.
+// The parent streams the pods while the worker applies the ones before, and decodes the
+// answers while the worker applies the ones after.
+//
+// A worker keeps the last maxWorkerScripts scripts it was sent, by their last define or
+// apply, and forgets older ones; the parent keeps the same account of each worker (a
+// scriptCache on either side) and sends a define again before it applies a script the worker
+// has forgotten.
+//
+// The parent reads no frame from a worker larger than answerFrameLimit allows for the result
+// size limit of the script at hand: a worker cuts print() output (maxPrintBytes,
+// maxPrintTotal) and the texts of errors (maxErrorText) to fit, and answers a result that
+// would not fit with a result size error.
 //
 // A pod frame's body is the ctx (a uvarint length and the encoding of appendEnv; length 0 for
 // a nil ctx), the kind and apiVersion (each a uvarint length and the bytes) and the pod's
@@ -35,18 +48,52 @@ import (
 	"maps"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// maxFrame bounds the body of one frame of the protocol, in either direction.
+// maxFrame bounds the body of one frame of the protocol, in either direction. Frames from the
+// parent (scripts and input pods) may be this large; the parent reads frames from a worker up
+// to answerFrameLimit.
 const maxFrame = 1 << 30
+
+// Bounds of what a worker sends back, so that no script can make the parent hold more than
+// a few megabytes at once, whatever it prints or fails with.
+const (
+	// maxPrintBytes bounds one print() message; a longer one is cut there and ends with a
+	// marker saying how many bytes were cut.
+	maxPrintBytes = 64 << 10
+
+	// maxPrintTotal bounds the print() output of one compile, and of one pod's apply, that
+	// reaches the parent; beyond it the prints are dropped, with one line saying so.
+	maxPrintTotal = 1 << 20
+
+	// maxErrorText bounds each text of an error (its message, backtrace, each field error's
+	// detail); a longer one is cut there, with a marker.
+	maxErrorText = 16 << 10
+)
+
+// answerFrameLimit returns the largest frame the parent reads from a worker applying a script
+// whose result size limit (of its JSON encoding) is maxResult bytes: room for the protobuf
+// encoding of the result, which for pods of many empty list items can take several times
+// the bytes of their JSON, and 1 MiB more for a print() message or an error.
+func answerFrameLimit(maxResult int64) int {
+	if maxResult <= 0 {
+		maxResult = DefaultMaxResultBytes
+	}
+	return int(min(8*maxResult+1<<20, maxFrame))
+}
 
 // protocolVersion names the protocol. A worker refuses a parent that speaks another, such as
 // one of another build of starpod.
-const protocolVersion = "starpod-worker/2"
+const protocolVersion = "starpod-worker/3"
+
+// maxWorkerScripts is how many compiled scripts a worker keeps, with their modules' globals.
+// A worker's memory limit covers them all.
+const maxWorkerScripts = 16
 
 // The kinds of frames.
 const (
@@ -58,6 +105,7 @@ const (
 	frameSkip   = 'S' // body: why the parent could not encode the pod
 	frameEnd    = 'E' // empty
 	// from the worker
+	frameReady  = 'h' // body: protocolVersion, once the worker has limited its memory
 	framePrint  = 'p' // body: JSON wirePrint
 	frameResult = 'r' // body: a pod
 	frameError  = 'e' // body: JSON wireError
@@ -176,6 +224,109 @@ func (w *wireError) error() error {
 	return e
 }
 
+// cutText returns s if it is at most max bytes long, and otherwise its first max bytes or
+// fewer (up to the start of a UTF-8 sequence) followed by a marker saying how many bytes were
+// cut.
+func cutText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s... [%d bytes cut]", s[:n], len(s)-n)
+}
+
+// encode returns the JSON encoding of w in at most max bytes (max is at least 1 MiB): it cuts
+// each text of w to maxErrorText, drops bad values longer than that, and drops the field
+// errors that do not fit, with a last one saying how many.
+func (w *wireError) encode(max int) ([]byte, error) {
+	w.Msg = cutText(w.Msg, maxErrorText)
+	w.Backtrace = cutText(w.Backtrace, maxErrorText)
+	if w.Limit != nil {
+		w.Limit.Msg = cutText(w.Limit.Msg, maxErrorText)
+	}
+	for i := range w.Fields {
+		f := &w.Fields[i]
+		f.Field = cutText(f.Field, maxErrorText)
+		f.Detail = cutText(f.Detail, maxErrorText)
+		if len(f.BadValue) > maxErrorText {
+			f.BadValue = nil
+		}
+	}
+	// Keep the field errors that fit, and room for a last one: its path takes at most 6
+	// bytes of JSON a byte (\u00XX).
+	fields := w.Fields
+	w.Fields = nil
+	base, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	size := len(base)
+	for i, f := range fields {
+		fd, err := json.Marshal(f)
+		if err != nil {
+			return nil, err
+		}
+		if size+len(fd)+1 > max-6*maxErrorText-1<<10 {
+			last := wireField{Type: field.ErrorTypeTooMany, Field: f.Field,
+				Detail: fmt.Sprintf("and %d more errors, not shown", len(fields)-i)}
+			w.Fields = append(fields[:i:i], last)
+			return json.Marshal(w)
+		}
+		size += len(fd) + 1
+	}
+	w.Fields = fields
+	return json.Marshal(w)
+}
+
+// A scriptCache holds the scripts of a worker: at most maxWorkerScripts, by key; adding one
+// more forgets the one defined or applied least recently. A worker keeps its compiled scripts
+// in one, and the parent keeps an account of each worker's in another, which it updates as
+// the worker does: it adds a script when the worker answers its define, and uses one when it
+// sends an apply of it.
+type scriptCache[V any] struct {
+	keys []string // least recently used first
+	vals map[string]V
+}
+
+// get returns the script of key, if the cache holds it.
+func (c *scriptCache[V]) get(key string) (V, bool) {
+	v, ok := c.vals[key]
+	return v, ok
+}
+
+// use makes key the script used last, if the cache holds it.
+func (c *scriptCache[V]) use(key string) {
+	if i := slices.Index(c.keys, key); i >= 0 {
+		c.keys = append(slices.Delete(c.keys, i, i+1), key)
+	}
+}
+
+// add adds or replaces the script of key, as the script used last, and forgets the one used
+// least recently if the cache holds more than maxWorkerScripts.
+func (c *scriptCache[V]) add(key string, v V) {
+	if c.vals == nil {
+		c.vals = make(map[string]V)
+	}
+	if _, ok := c.vals[key]; ok {
+		c.use(key)
+	} else {
+		c.keys = append(c.keys, key)
+	}
+	c.vals[key] = v
+	for len(c.keys) > maxWorkerScripts {
+		delete(c.vals, c.keys[0])
+		c.keys = slices.Delete(c.keys, 0, 1)
+	}
+}
+
+// len returns the number of scripts the cache holds.
+func (c *scriptCache[V]) len() int {
+	return len(c.keys)
+}
+
 // writeFrame writes one frame whose body is body to w, without flushing it.
 func writeFrame(w *bufio.Writer, kind byte, body ...[]byte) error {
 	n := 0
@@ -212,10 +363,11 @@ func writeJSONFrame(w *bufio.Writer, kind byte, v any) error {
 type frameReader struct {
 	r   *bufio.Reader
 	buf []byte // the body of a frame larger than r's buffer
+	max int    // the largest body it reads
 }
 
 func newFrameReader(r io.Reader) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 64<<10)}
+	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), max: maxFrame}
 }
 
 // next reads the next frame. Its body is valid until the next call. At the end of the input
@@ -231,8 +383,8 @@ func (fr *frameReader) next() (kind byte, body []byte, err error) {
 	n := binary.BigEndian.Uint32(h)
 	kind = h[4]
 	fr.r.Discard(5)
-	if n > maxFrame {
-		return 0, nil, fmt.Errorf("frame of %d bytes exceeds the limit of %d", n, maxFrame)
+	if int64(n) > int64(fr.max) {
+		return 0, nil, fmt.Errorf("frame of %d bytes exceeds the limit of %d", n, fr.max)
 	}
 	if int(n) <= fr.r.Size() {
 		// The body stays in the reader's buffer, without a copy.

@@ -8,16 +8,22 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func TestFrames(t *testing.T) {
@@ -167,8 +173,8 @@ func TestServeRefuses(t *testing.T) {
 		in   []byte
 		want string
 	}{
-		{"other version", frames(byte(frameHello), "starpod-worker/1"), `got protocol "starpod-worker/1", want "starpod-worker/2"`},
-		{"no hello", frames(byte(frameDefine), "{}"), `got a frame of kind 'D', want the hello of protocol "starpod-worker/2"`},
+		{"other version", frames(byte(frameHello), "starpod-worker/1"), `got protocol "starpod-worker/1", want "starpod-worker/3"`},
+		{"no hello", frames(byte(frameDefine), "{}"), `got a frame of kind 'D', want the hello of protocol "starpod-worker/3"`},
 		{"JSON frame", append(binary.BigEndian.AppendUint32(nil, 100), `{"Key":`...), `got a frame of kind '{', want the hello`},
 		{"cut hello", []byte{0, 0}, `unexpected EOF`},
 		{"unknown request", slices.Concat(hello, frames(byte('Z'), "")), `got a frame of kind 'Z', want a request`},
@@ -183,8 +189,9 @@ func TestServeRefuses(t *testing.T) {
 			}
 		})
 	}
-	if out, err := serveFrames(t, hello); err != nil || len(out) != 0 {
-		t.Errorf("hello alone: got %q and %v, want nothing", out, err)
+	ready := frames(byte(frameReady), protocolVersion)
+	if out, err := serveFrames(t, hello); err != nil || !bytes.Equal(out, ready) {
+		t.Errorf("hello alone: got %q and %v, want the worker's hello %q alone", out, err, ready)
 	}
 }
 
@@ -226,7 +233,7 @@ func TestServeApply(t *testing.T) {
 			}
 		}
 	}
-	if got, want := string(kinds), "drred"; got != want {
+	if got, want := string(kinds), "hdrred"; got != want {
 		t.Errorf("got answers %q, want %q", got, want)
 	}
 	for _, c := range []struct {
@@ -253,17 +260,35 @@ func TestServeApply(t *testing.T) {
 }
 
 // ServeBrokenWorker serves as a worker that breaks the protocol in the way mode says, for
-// TestWorkerBroken, and returns the exit code.
-func ServeBrokenWorker(mode string) int {
+// TestWorkerBroken and TestWorkerHangs, and returns the exit code. Mode "nostart" exits
+// before the worker's hello, as a worker whose memory limit is too small to start does;
+// "hang" and "hangapply" never answer a define or a pod. With pidFile set, it first writes
+// its process id there.
+func ServeBrokenWorker(mode, pidFile string) int {
+	if pidFile != "" {
+		if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o666); err != nil {
+			return 4
+		}
+	}
+	if mode == "nostart" {
+		os.Stderr.WriteString("fatal error: runtime: out of memory\n\nruntime stack:\n")
+		return 2
+	}
 	in := newFrameReader(os.Stdin)
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
+	writeFrame(out, frameReady, []byte(protocolVersion))
+	out.Flush()
 	for {
 		kind, _, err := in.next()
 		if err != nil {
 			return 0
 		}
 		switch {
+		case mode == "hang" && kind == frameDefine, mode == "hangapply" && kind == framePod:
+			for { // until the parent kills the process
+				time.Sleep(time.Hour)
+			}
 		case mode == "garbage":
 			out.WriteString("this is not a frame")
 		case mode == "cut":
@@ -301,5 +326,151 @@ func TestRuntimeCrash(t *testing.T) {
 		if got := runtimeCrash(c.stderr); got != c.want {
 			t.Errorf("runtimeCrash(%q) = %v, want %v", c.stderr, got, c.want)
 		}
+	}
+}
+
+func TestScriptCache(t *testing.T) {
+	var c scriptCache[int]
+	for i := range maxWorkerScripts {
+		c.add(strconv.Itoa(i), i)
+	}
+	c.use("0")       // "1" is now the least recently used
+	c.add("1", 100)  // and now "2"
+	c.use("unknown") // changes nothing
+	c.add("new", -1) // forgets "2"
+	if c.len() != maxWorkerScripts {
+		t.Errorf("len = %d, want %d", c.len(), maxWorkerScripts)
+	}
+	for key, want := range map[string]int{"0": 0, "1": 100, "3": 3, "new": -1} {
+		if v, ok := c.get(key); !ok || v != want {
+			t.Errorf("get(%q) = %d, %v, want %d, true", key, v, ok, want)
+		}
+	}
+	if _, ok := c.get("2"); ok {
+		t.Errorf("get(\"2\"): the least recently used script is still there")
+	}
+}
+
+// TestServeForgetsScripts checks that a worker given many scripts keeps only the
+// maxWorkerScripts it was sent last, and no longer applies the others.
+func TestServeForgetsScripts(t *testing.T) {
+	in := frames(byte(frameHello), protocolVersion)
+	const n = 3 * maxWorkerScripts
+	for i := range n {
+		d := wireScript{Key: strconv.Itoa(i), Name: "o.star", HasLoader: true,
+			Src:   []byte("load(\"big.star\", \"big\")\ndef overlay(pod):\n    pass\n# " + strconv.Itoa(i) + "\n"),
+			Loads: []wireLoad{{From: "o.star", Module: "big.star", Name: "big.star", Src: []byte("big = \"x\" * (1 << 20)\n")}}}
+		data, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = append(in, frames(byte(frameDefine), string(data))...)
+	}
+	var out bytes.Buffer
+	s := newServer(bytes.NewReader(slices.Concat(in, frames(byte(frameApply), strconv.Itoa(n-1), byte(frameEnd), ""))), &out)
+	if err := s.serve(); err != nil {
+		t.Fatal(err)
+	}
+	if s.scripts.len() != maxWorkerScripts {
+		t.Errorf("the worker holds %d scripts, want %d", s.scripts.len(), maxWorkerScripts)
+	}
+	_, err := serveFrames(t, slices.Concat(in, frames(byte(frameApply), strconv.Itoa(n-maxWorkerScripts-1))))
+	if want := "apply of unknown script " + strconv.Itoa(n-maxWorkerScripts-1); err == nil || err.Error() != want {
+		t.Errorf("apply of a forgotten script: got %v, want %q", err, want)
+	}
+}
+
+// TestServeBoundsAnswers checks that what a worker sends back stays within the frame limit of
+// the parent however much a script prints or fails with: each print() message is cut to
+// maxPrintBytes, the output of a pod's apply stops after maxPrintTotal with one notice, and
+// the texts of an error are cut to maxErrorText.
+func TestServeBoundsAnswers(t *testing.T) {
+	src := "def overlay(pod):\n    s = \"é\" * (1 << 19)\n    for i in range(100):\n        print(s)\n    fail(s)\n"
+	data, err := json.Marshal(wireScript{Key: "k", Name: "o.star", Src: []byte(src), Print: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e podEncoder
+	if err := e.encode(&corev1.Pod{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := string(append(appendPodHeader(nil, nil, "Pod", "v1"), e.proto...))
+	out, err := serveFrames(t, slices.Concat(frames(byte(frameHello), protocolVersion, byte(frameDefine), string(data), byte(frameApply), "k"),
+		frames(byte(framePod), pod, byte(framePod), pod, byte(frameEnd), "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newFrameReader(bytes.NewReader(out))
+	r.max = answerFrameLimit(0)
+	printed, notices, errs := 0, 0, 0
+	for {
+		kind, body, err := r.next()
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		switch kind {
+		case framePrint:
+			var p wirePrint
+			if err := json.Unmarshal(body, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Msg == "[print output passed 1048576 bytes; the rest is dropped]" {
+				notices++
+				continue
+			}
+			if len(p.Msg) > maxPrintBytes+30 || !strings.HasSuffix(p.Msg, " bytes cut]") || !utf8.ValidString(p.Msg) {
+				t.Errorf("got a message of %d bytes ending %q, want at most %d and a marker", len(p.Msg), p.Msg[max(0, len(p.Msg)-30):], maxPrintBytes)
+			}
+			printed += len(p.Msg)
+		case frameError:
+			errs++
+			var we wireError
+			if err := json.Unmarshal(body, &we); err != nil {
+				t.Fatal(err)
+			}
+			if len(we.Msg) > maxErrorText+100 || !strings.HasSuffix(we.Msg, " bytes cut]") {
+				t.Errorf("got an error of %d bytes ending %q, want at most %d and a marker", len(we.Msg), we.Msg[max(0, len(we.Msg)-30):], maxErrorText)
+			}
+		}
+	}
+	if bound := 2 * (maxPrintTotal + 30*(maxPrintTotal/maxPrintBytes+1)); printed > bound || notices != 2 || errs != 2 {
+		t.Errorf("got %d bytes of print() output, %d notices and %d errors, want at most %d bytes, 2 notices and 2 errors", printed, notices, errs, bound)
+	}
+}
+
+// TestWireErrorEncode checks that an error of many fields and long texts encodes within the
+// limit, with the texts cut and the fields that do not fit replaced by one saying how many.
+func TestWireErrorEncode(t *testing.T) {
+	long := strings.Repeat("<", 1<<20) // 6 bytes of JSON each
+	w := &wireError{Overlay: "o.star", Msg: long, Backtrace: long, Limit: &wireLimit{Limit: "steps", Msg: long}}
+	bad := json.RawMessage(`"` + strings.Repeat("x", 1<<20) + `"`)
+	for i := range 1000 {
+		w.Fields = append(w.Fields, wireField{Type: field.ErrorTypeInvalid, Field: "spec.f" + strconv.Itoa(i), Detail: long, BadValue: bad})
+	}
+	const max = 1 << 20
+	data, err := w.encode(max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > max {
+		t.Errorf("encoded in %d bytes, want at most %d", len(data), max)
+	}
+	var got wireError
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	last := got.Fields[len(got.Fields)-1]
+	if n := len(got.Fields); n < 2 || last.Detail != fmt.Sprintf("and %d more errors, not shown", 1000-(n-1)) || last.Field != "spec.f"+strconv.Itoa(n-1) {
+		t.Errorf("got %d fields, the last %+v, want the fields that fit and one saying how many more", n, last)
+	}
+	for _, f := range got.Fields[:len(got.Fields)-1] {
+		if f.BadValue != nil || len(f.Detail) > maxErrorText+30 {
+			t.Errorf("field %s: %d bytes of bad value and %d of detail, want none and at most %d", f.Field, len(f.BadValue), len(f.Detail), maxErrorText)
+		}
+	}
+	if len(got.Msg) > maxErrorText+30 || len(got.Backtrace) > maxErrorText+30 || len(got.Limit.Msg) > maxErrorText+30 {
+		t.Errorf("texts of %d, %d and %d bytes, want at most %d", len(got.Msg), len(got.Backtrace), len(got.Limit.Msg), maxErrorText)
 	}
 }

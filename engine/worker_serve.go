@@ -96,7 +96,22 @@ var ballast []byte
 
 // serve answers requests read from r on w, one at a time, until r ends.
 func serve(r io.Reader, w io.Writer) error {
-	s := &server{in: newFrameReader(r), out: bufio.NewWriterSize(w, 64<<10), scripts: make(map[string]*Overlay)}
+	return newServer(r, w).serve()
+}
+
+func newServer(r io.Reader, w io.Writer) *server {
+	return &server{in: newFrameReader(r), out: bufio.NewWriterSize(w, 64<<10)}
+}
+
+// serve answers requests read from s.in on s.out, one at a time, until s.in ends. It first
+// says it is ready.
+func (s *server) serve() error {
+	if err := writeFrame(s.out, frameReady, []byte(protocolVersion)); err != nil {
+		return err
+	}
+	if err := s.out.Flush(); err != nil {
+		return err
+	}
 	// The kind of the first frame comes before its body: a parent of another protocol gets
 	// an error at once, not a worker that waits for the rest of a frame.
 	if h, err := s.in.r.Peek(5); err != nil {
@@ -144,8 +159,14 @@ func serve(r io.Reader, w io.Writer) error {
 type server struct {
 	in       *frameReader
 	out      *bufio.Writer
-	scripts  map[string]*Overlay // by key
-	printErr error               // the first error writing print() output
+	scripts  scriptCache[*Overlay] // by key
+	printErr error                 // the first error writing print() output
+
+	// The print() output of the current compile or pod's apply.
+	printed      int  // bytes sent
+	printDropped bool // whether the rest is dropped
+
+	answerMax int // the largest frame the parent reads, for the script at hand
 
 	// The ctx and pod decoded last, and their encodings.
 	lastEnvData, lastPodData []byte
@@ -155,11 +176,39 @@ type server struct {
 	enc podEncoder
 }
 
-// print sends print() output to the parent.
+// print sends print() output to the parent at once, so that it arrives even if a later step
+// kills the worker. It cuts each message to maxPrintBytes, and drops what passes
+// maxPrintTotal since the compile or the pod's apply began, with one line saying so.
 func (s *server) print(pos syntax.Position, msg string) {
-	if s.printErr == nil {
-		s.printErr = writeJSONFrame(s.out, framePrint, &wirePrint{File: pos.Filename(), Line: pos.Line, Col: pos.Col, Msg: msg})
+	if s.printErr != nil || s.printDropped {
+		return
 	}
+	if s.printed >= maxPrintTotal {
+		s.printDropped = true
+		msg = fmt.Sprintf("[print output passed %d bytes; the rest is dropped]", maxPrintTotal)
+	} else {
+		msg = cutText(msg, min(maxPrintBytes, maxPrintTotal-s.printed))
+		s.printed += len(msg)
+	}
+	s.printErr = writeJSONFrame(s.out, framePrint, &wirePrint{File: pos.Filename(), Line: pos.Line, Col: pos.Col, Msg: msg})
+	if s.printErr == nil {
+		s.printErr = s.out.Flush()
+	}
+}
+
+// resetPrint starts the print() output of a compile or a pod's apply.
+func (s *server) resetPrint() {
+	s.printed, s.printDropped = 0, false
+}
+
+// writeError writes err as an error frame, or a done frame for a failed define, that fits in
+// s.answerMax.
+func (s *server) writeError(kind byte, err error) error {
+	data, err := toWire(err).encode(s.answerMax)
+	if err != nil {
+		return err
+	}
+	return writeFrame(s.out, kind, data)
 }
 
 // define compiles a script, unless it has, and answers done.
@@ -168,15 +217,19 @@ func (s *server) define(body []byte) error {
 	if err := json.Unmarshal(body, &d); err != nil {
 		return fmt.Errorf("decoding a script: %v", err)
 	}
-	if _, ok := s.scripts[d.Key]; !ok {
+	if _, ok := s.scripts.get(d.Key); ok {
+		s.scripts.use(d.Key)
+	} else {
+		s.answerMax = answerFrameLimit(d.MaxResultBytes)
+		s.resetPrint()
 		o, err := Compile(d.Name, d.Src, d.options(s.print))
 		if s.printErr != nil {
 			return s.printErr
 		}
 		if err != nil {
-			return writeJSONFrame(s.out, frameDone, toWire(err))
+			return s.writeError(frameDone, err)
 		}
-		s.scripts[d.Key] = o
+		s.scripts.add(d.Key, o)
 	}
 	return writeFrame(s.out, frameDone)
 }
@@ -185,10 +238,12 @@ func (s *server) define(body []byte) error {
 // each as soon as it is done: if a later pod kills the worker, the parent still has the
 // answers before it and knows which pod did.
 func (s *server) apply(key string) error {
-	o, ok := s.scripts[key]
+	o, ok := s.scripts.get(key)
 	if !ok {
 		return fmt.Errorf("apply of unknown script %s", key)
 	}
+	s.scripts.use(key)
+	s.answerMax = answerFrameLimit(o.opts.MaxResultBytes)
 	for {
 		kind, body, err := s.in.next()
 		if err != nil {
@@ -201,7 +256,7 @@ func (s *server) apply(key string) error {
 		case framePod:
 			err = s.applyPod(o, body)
 		case frameSkip:
-			err = writeJSONFrame(s.out, frameError, toWire(&Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %s", body)}))
+			err = s.writeError(frameError, &Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %s", body)})
 		case frameEnd:
 			return writeFrame(s.out, frameDone)
 		default:
@@ -239,17 +294,25 @@ func (s *server) applyPod(o *Overlay, body []byte) error {
 		}
 		s.lastPod, s.lastPodData = pod, append(s.lastPodData[:0], podData...)
 	}
+	s.resetPrint()
 	res, err := o.Apply(context.Background(), s.lastPod, s.lastEnv)
 	if s.printErr != nil {
 		return s.printErr
 	}
 	if err != nil {
-		return writeJSONFrame(s.out, frameError, toWire(err))
+		return s.writeError(frameError, err)
 	}
 	if err := s.enc.encode(res); err != nil {
-		return writeJSONFrame(s.out, frameError, toWire(&Error{Overlay: o.name, Err: fmt.Errorf("encoding the result: %v", err)}))
+		return s.writeError(frameError, &Error{Overlay: o.name, Err: fmt.Errorf("encoding the result: %v", err)})
 	}
 	s.enc.head = appendKind(s.enc.head[:0], res.Kind, res.APIVersion)
+	if n := len(s.enc.head) + len(s.enc.proto); n > s.answerMax {
+		// Only a pod of many items whose fields are all empty takes this many bytes more in
+		// protobuf than in JSON.
+		maxResult := o.opts.maxResultBytes()
+		return s.writeError(frameError, &Error{Overlay: o.name, Err: &LimitError{Limit: "result size", Value: fmt.Sprintf("%d bytes", maxResult),
+			Err: fmt.Errorf("the result's protobuf encoding of %d bytes exceeds the limit of %d bytes of a worker's answer", n, s.answerMax)}})
+	}
 	return writeFrame(s.out, frameResult, s.enc.head, s.enc.proto)
 }
 

@@ -5,13 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"runtime/pprof"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/starpod/starpod/engine"
@@ -21,7 +27,7 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("STARPOD_ENGINE_WORKER") == "1" {
 		if mode := os.Getenv(brokenWorkerEnv); mode != "" {
-			os.Exit(engine.ServeBrokenWorker(mode))
+			os.Exit(engine.ServeBrokenWorker(mode, os.Getenv(brokenPidEnv)))
 		}
 		if os.Getenv(workerProfileEnv) != "" {
 			os.Exit(serveWorkerProfiled())
@@ -37,6 +43,9 @@ func TestMain(m *testing.M) {
 // brokenWorkerEnv makes a worker started by the test binary break the protocol (see
 // TestWorkerBroken).
 const brokenWorkerEnv = "STARPOD_TEST_BROKEN_WORKER"
+
+// brokenPidEnv names a file where a broken worker writes its process id.
+const brokenPidEnv = "STARPOD_TEST_BROKEN_WORKER_PID"
 
 // workerProfileEnv names a file prefix: a worker started by the test binary with it set in its
 // environment writes its CPU profile to PREFIX.PID when its input closes, e.g.
@@ -557,7 +566,7 @@ func TestWorkerBroken(t *testing.T) {
 		want string // the error of Compile, or "" for none
 		each string // the error of each pod, if Compile succeeds
 	}{
-		{"garbage", "overlay worker failed: frame of 1952999795 bytes exceeds the limit of 1073741824", ""},
+		{"garbage", "overlay worker failed: frame of 1952999795 bytes exceeds the limit of 9437184", ""},
 		{"cut", "overlay worker failed: exit status 3", ""},
 		{"kind", "overlay worker failed: got a frame of kind 'z', want done", ""},
 		{"pods", "", "decoding the result: "},
@@ -672,5 +681,171 @@ func TestApplyEachKilledWhileSending(t *testing.T) {
 	}
 	if s := pool.Stats(); s.Started != 2 {
 		t.Errorf("stats %+v, want 2 workers started", s)
+	}
+}
+
+// TestWorkerHangs checks that the parent kills a worker that never answers, at a define or at
+// a pod: the caller gets the time limit's error, and the worker process is gone.
+func TestWorkerHangs(t *testing.T) {
+	for _, mode := range []string{"hang", "hangapply"} {
+		t.Run(mode, func(t *testing.T) {
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			t.Setenv(brokenWorkerEnv, mode)
+			t.Setenv(brokenPidEnv, pidFile)
+			pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+			defer pool.Close()
+			opts := workerOptions(pool)
+			opts.Timeout = 100 * time.Millisecond
+			o, err := engine.Compile("hang.star", []byte("def overlay(pod):\n    pass\n"), opts)
+			if mode == "hangapply" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = o.Apply(context.Background(), testPod(), nil)
+			}
+			var lim *engine.LimitError
+			if !errors.As(err, &lim) || lim.Limit != "time" {
+				t.Fatalf("got %v, want a time LimitError", err)
+			}
+			if want := "hang.star: exceeded the time limit of 100ms"; err.Error() != want {
+				t.Errorf("got %q, want %q", err, want)
+			}
+			if s := pool.Stats(); s.Alive != 0 {
+				t.Errorf("stats %+v, want no worker alive", s)
+			}
+			data, err := os.ReadFile(pidFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, err := strconv.Atoi(string(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if processExists(pid) {
+				t.Errorf("worker process %d still exists", pid)
+			}
+		})
+	}
+}
+
+// TestWorkerStart checks that a worker that dies before it is ready gives an error saying the
+// worker could not start, not a limit of the overlay.
+func TestWorkerStart(t *testing.T) {
+	t.Run("too little memory", func(t *testing.T) {
+		pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+		defer pool.Close()
+		opts := workerOptions(pool)
+		opts.MaxMemory = 32 << 20
+		_, err := engine.Compile("fine.star", []byte("def overlay(pod):\n    pass\n"), opts)
+		want := "fine.star: starting an overlay worker: the memory limit 32Mi is below the 48Mi a worker needs to start"
+		if err == nil || err.Error() != want {
+			t.Errorf("got %v, want %q", err, want)
+		}
+		var lim *engine.LimitError
+		if errors.As(err, &lim) {
+			t.Errorf("got a %s LimitError, want none", lim.Limit)
+		}
+		pool.Prestart(opts)
+		if s := pool.Stats(); s.Started != 0 {
+			t.Errorf("stats %+v, want no worker started", s)
+		}
+	})
+	t.Run("no hello", func(t *testing.T) {
+		t.Setenv(brokenWorkerEnv, "nostart")
+		pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+		defer pool.Close()
+		_, err := engine.Compile("fine.star", []byte("def overlay(pod):\n    pass\n"), workerOptions(pool))
+		want := "fine.star: starting an overlay worker: exit status 2: fatal error: runtime: out of memory: the worker ran out of memory as it started, under the memory limit of 128Mi"
+		if err == nil || err.Error() != want {
+			t.Errorf("got %v, want %q", err, want)
+		}
+		if s := pool.Stats(); s.Started != 1 || s.Alive != 0 {
+			t.Errorf("stats %+v, want one worker started and none alive", s)
+		}
+	})
+}
+
+// TestWorkerPrintBounded checks that the print() output the parent receives stays bounded:
+// each message is cut, and the output of each pod's apply stops after a total, with a notice.
+func TestWorkerPrintBounded(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	var msgs []string
+	total := 0
+	opts := workerOptions(pool)
+	opts.Print = func(pos syntax.Position, msg string) {
+		msgs = append(msgs, msg)
+		total += len(msg)
+	}
+	o := compile(t, "def overlay(pod):\n    s = \"a\" * (1 << 20)\n    for i in range(64):\n        print(s)\n", opts)
+	pods := []*corev1.Pod{testPod(), testPod()}
+	if _, err := o.ApplyBatch(context.Background(), pods, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Each pod: 16 messages of 64 KiB and their markers, then the notice.
+	if bound := len(pods) * (1<<20 + 17*100); total > bound || len(msgs) > len(pods)*17 {
+		t.Errorf("received %d bytes in %d messages, want at most %d bytes in %d", total, len(msgs), bound, len(pods)*17)
+	}
+	notices := 0
+	marker := regexp.MustCompile(`^a+\.\.\. \[\d+ bytes cut\]$`)
+	for _, msg := range msgs {
+		switch {
+		case msg == "[print output passed 1048576 bytes; the rest is dropped]":
+			notices++
+		case len(msg) > 64<<10+100 || !marker.MatchString(msg):
+			t.Errorf("got a message of %d bytes ending %q, want 64 KiB and a marker", len(msg), msg[max(0, len(msg)-40):])
+		}
+	}
+	if notices != len(pods) {
+		t.Errorf("got %d notices of dropped output, want one for each of %d pods", notices, len(pods))
+	}
+}
+
+// TestWorkerPrintBeforeDeath checks that print() output reaches the parent even when a later
+// step kills the worker.
+func TestWorkerPrintBeforeDeath(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	var msgs []string
+	opts := workerOptions(pool)
+	opts.Print = func(pos syntax.Position, msg string) { msgs = append(msgs, pos.String()+": "+msg) }
+	o := compile(t, "def overlay(pod):\n    print(\"before\", pod[\"metadata\"][\"name\"])\n    s = \"ab\" * 1024\n    for i in range(40):\n        s += s\n", opts)
+	_, err := o.Apply(context.Background(), testPod(), nil)
+	var lim *engine.LimitError
+	if !errors.As(err, &lim) || lim.Limit != "memory" {
+		t.Fatalf("got %v, want a memory LimitError", err)
+	}
+	if want := []string{"overlay.star:2:10: before " + testPod().Name}; !slices.Equal(msgs, want) {
+		t.Errorf("printed %q, want %q", msgs, want)
+	}
+}
+
+// TestWorkerScripts checks that a worker holds at most a few compiled scripts: a worker given
+// many, each of which holds a large module, stays within its memory limit, and applies a
+// script it has forgotten after the parent sends it again.
+func TestWorkerScripts(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	opts := workerOptions(pool) // 128Mi
+	opts.Loader = engine.FSLoader(fstest.MapFS{"big.star": {Data: []byte("big = \"x\" * (1 << 20)\n")}})
+	// 96 scripts holding 1 MiB each would take 96 MiB, and the collector about twice that.
+	var overlays []*engine.Overlay
+	for i := range 96 {
+		src := fmt.Sprintf("load(\"big.star\", \"big\")\ndef overlay(pod):\n    pod[\"metadata\"][\"labels\"] = {\"n\": \"%d\", \"len\": str(len(big))}\n", i)
+		overlays = append(overlays, compile(t, src, opts))
+	}
+	for round := range 2 {
+		for i, o := range overlays {
+			got, err := o.Apply(context.Background(), testPod(), nil)
+			if err != nil {
+				t.Fatalf("round %d, overlay %d: %v", round, i, err)
+			}
+			if got.Labels["n"] != fmt.Sprint(i) || got.Labels["len"] != fmt.Sprint(1<<20) {
+				t.Errorf("round %d, overlay %d: labels %v", round, i, got.Labels)
+			}
+		}
+	}
+	if s := pool.Stats(); s.Started != 1 {
+		t.Errorf("stats %+v, want one worker started", s)
 	}
 }

@@ -19,3 +19,8 @@ func cpuTimes() (self, children int64) {
 	}
 	return get(syscall.RUSAGE_SELF), get(syscall.RUSAGE_CHILDREN)
 }
+
+// processExists reports whether a process of the id exists.
+func processExists(pid int) bool {
+	return syscall.Kill(pid, 0) == nil
+}
