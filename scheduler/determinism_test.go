@@ -1,6 +1,7 @@
 package scheduler_test
 
-// This file tests determinism across processes: every golden case of testdata/build, built
+// This file tests determinism across processes: every golden case of testdata/build and
+// every app example of ../examples, built
 // determinismRuns times under GOMAXPROCS 1, 2 and 8 from as many goroutines with its
 // overlays in process, and determinismWorkerRuns times more with them in worker processes,
 // in two separate processes, prints one byte-identical job (or error text) per case, and
@@ -46,7 +47,7 @@ type buildCase struct {
 }
 
 // loadBuildCases writes each testdata/build/*.txtar case into its own directory under dir
-// and returns the cases in order of file names.
+// and returns the cases in order of file names, and then the app examples of ../examples.
 func loadBuildCases(dir string) ([]*buildCase, error) {
 	files, err := filepath.Glob("testdata/build/*.txtar")
 	if err != nil {
@@ -61,6 +62,30 @@ func loadBuildCases(dir string) ([]*buildCase, error) {
 		}
 		c.name = name
 		cases = append(cases, c)
+	}
+	// The app examples of the repository, built as TestExamples builds them.
+	apps, err := filepath.Glob("../examples/*/app.yaml")
+	if err != nil {
+		return nil, err
+	}
+	for _, app := range apps {
+		exampleDir, err := filepath.Abs(filepath.Dir(app))
+		if err != nil {
+			return nil, err
+		}
+		want, err := os.ReadFile(filepath.Join(exampleDir, "expected.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		cases = append(cases, &buildCase{
+			name:     "examples/" + filepath.Base(exampleDir),
+			dir:      exampleDir,
+			cfg:      scheduler.DefaultConfig(),
+			opts:     scheduler.BuildOptions{AppID: "demo", OverlayArgs: map[string]string{}},
+			format:   "yaml",
+			wantName: "expected.yaml",
+			want:     string(want),
+		})
 	}
 	return cases, nil
 }
@@ -212,8 +237,8 @@ func determinismChild() int {
 	return 0
 }
 
-// TestDeterminismAcrossProcesses checks that every golden case of testdata/build gives one
-// output, its golden output, however often, with whatever GOMAXPROCS, isolation and
+// TestDeterminismAcrossProcesses checks that every golden case of testdata/build and every
+// app example gives one output, its golden output, however often, with whatever GOMAXPROCS, isolation and
 // concurrency it is built, in two processes.
 func TestDeterminismAcrossProcesses(t *testing.T) {
 	cases, err := loadBuildCases(t.TempDir())
