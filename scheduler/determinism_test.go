@@ -1,11 +1,10 @@
 package scheduler_test
 
 // This file tests determinism across processes: every golden case of testdata/build and
-// every app example of ../examples, built
-// determinismRuns times under GOMAXPROCS 1, 2 and 8 from as many goroutines with its
-// overlays in process, and determinismWorkerRuns times more with them in worker processes,
-// in two separate processes, prints one byte-identical job (or error text) per case, and
-// that is the case's golden output.
+// every app example of ../examples, built determinismRuns times under GOMAXPROCS 1, 2 and 8
+// from as many goroutines with its overlays in process, and determinismWorkerRuns times
+// more with them in worker processes, in two separate processes, prints one byte-identical
+// job (or error text) per case, and that is the case's golden output.
 
 import (
 	"bufio"
@@ -238,8 +237,8 @@ func determinismChild() int {
 }
 
 // TestDeterminismAcrossProcesses checks that every golden case of testdata/build and every
-// app example gives one output, its golden output, however often, with whatever GOMAXPROCS, isolation and
-// concurrency it is built, in two processes.
+// app example gives one output, its golden output, however often, with whatever GOMAXPROCS,
+// isolation and concurrency it is built, in two processes.
 func TestDeterminismAcrossProcesses(t *testing.T) {
 	cases, err := loadBuildCases(t.TempDir())
 	if err != nil {
