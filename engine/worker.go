@@ -15,8 +15,10 @@ package engine
 //     a new worker on demand.
 //   - The memory limit is per worker process, and covers every script the worker holds: the
 //     last 16 (maxWorkerScripts) it compiled or applied, with the globals of their modules. A
-//     script whose modules hold much memory leaves less to the others in the same worker, and
-//     one that passes the limit only beside them is reported as passing it.
+//     script whose modules hold much memory leaves less to the others in the same worker. A
+//     script that kills a worker holding other scripts runs again in a worker of its own, and
+//     gets the memory limit's error only if it passes the limit there too; overlays that each
+//     take most of the limit, applied in turn, cost a new worker at each turn.
 //   - A worker that dies before it says it is ready (one whose memory limit is too small to
 //     start) gives an error saying the worker could not start, not a limit of the overlay; a
 //     limit below 48Mi is refused at Compile.
@@ -53,6 +55,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -260,17 +263,19 @@ func (p *WorkerPool) notePeak(n int64) {
 
 var errPoolClosed = errors.New("the worker pool is closed")
 
-// get returns an idle worker with the memory limit, or a new one.
-func (p *WorkerPool) get(limit int64) (*worker, error) {
+// get returns an idle worker with the memory limit, preferably one that holds the script
+// key, or a new one. With fresh set it returns only a worker that holds no script.
+func (p *WorkerPool) get(limit int64, key string, fresh bool) (*worker, error) {
 	p.mu.Lock()
 	for {
 		if p.closed {
 			p.mu.Unlock()
 			return nil, errPoolClosed
 		}
-		if ws := p.idle[limit]; len(ws) > 0 {
-			w := ws[len(ws)-1]
-			p.idle[limit] = ws[:len(ws)-1]
+		if i := pick(p.idle[limit], key, fresh); i >= 0 {
+			ws := p.idle[limit]
+			w := ws[i]
+			p.idle[limit] = slices.Delete(ws, i, i+1)
 			p.mu.Unlock()
 			return w, nil
 		}
@@ -284,7 +289,8 @@ func (p *WorkerPool) get(limit int64) (*worker, error) {
 			}
 			return w, nil
 		}
-		// Make room by stopping an idle worker with another limit.
+		// Make room by stopping an idle worker with another limit (or, for a fresh worker,
+		// one that holds scripts).
 		var evict *worker
 		for l, ws := range p.idle {
 			if len(ws) > 0 {
@@ -300,6 +306,23 @@ func (p *WorkerPool) get(limit int64) (*worker, error) {
 		}
 		p.cond.Wait()
 	}
+}
+
+// pick returns the index in ws of the worker get should take, or -1: the last that holds the
+// script key, or else the last; with fresh set, the last that holds no script.
+func pick(ws []*worker, key string, fresh bool) int {
+	for i := len(ws) - 1; i >= 0; i-- {
+		if fresh && ws[i].scripts.len() == 0 {
+			return i
+		}
+		if _, ok := ws[i].scripts.get(key); ok && !fresh {
+			return i
+		}
+	}
+	if fresh {
+		return -1
+	}
+	return len(ws) - 1
 }
 
 // unreserve gives back the place in the pool of a worker that failed to start.
@@ -718,20 +741,50 @@ type batch struct {
 // n of them the worker answered. If the worker died while it applied the overlay to the pod
 // after them, err is that pod's *Error (a *LimitError for a memory or time limit) and died is
 // true: the pods after it were not tried and may go to another worker. Otherwise err is an
-// *Error for every pod not answered.
+// *Error for every pod not answered. A worker that dies of its memory limit while it holds
+// other scripts gets a second chance: the pods from the one it died at go to a worker that
+// holds no other script.
 func (o *Overlay) callWorker(ctx context.Context, b *batch) (n int, died bool, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	n, died, crowded, err := o.callWorkerIn(ctx, b, false)
+	if !crowded || b != nil && b.first && b.failed {
+		return n, died, err
+	}
+	// The worker died of its memory limit while it held other scripts, whose memory counts
+	// too: try again in a worker that holds none, so that the overlay is not blamed for
+	// theirs.
+	var rest *batch
+	if b != nil {
+		sub := *b
+		sub.todo = b.todo[n:]
+		rest = &sub
+	}
+	m, died, _, err := o.callWorkerIn(ctx, rest, true)
+	if b != nil {
+		b.failed = rest.failed
+	}
+	return n + m, died, err
+}
+
+// callWorkerIn is callWorker in one worker: a fresh one (holding no script) if fresh is set.
+// It reports as crowded a worker that died of its memory limit while it held other scripts.
+func (o *Overlay) callWorkerIn(ctx context.Context, b *batch, fresh bool) (n int, died, crowded bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return 0, false, &Error{Overlay: o.name, Err: err}
+		return 0, false, false, &Error{Overlay: o.name, Err: err}
 	}
 	r := o.remote
-	w, err := r.pool.get(r.limit)
+	w, err := r.pool.get(r.limit, r.script.Key, fresh)
 	if err != nil {
-		return 0, false, &Error{Overlay: o.name, Err: err}
+		return 0, false, false, &Error{Overlay: o.name, Err: err}
 	}
 	defer r.pool.put(w)
+	// others reports whether the worker holds scripts besides this one.
+	others := func() bool {
+		_, ok := w.scripts.get(r.script.Key)
+		return w.scripts.len() > 0 && !ok || w.scripts.len() > 1
+	}
 	var print func(*wirePrint)
 	if r.print != nil {
 		print = func(p *wirePrint) {
@@ -784,15 +837,15 @@ func (o *Overlay) callWorker(ctx context.Context, b *batch) (n int, died bool, e
 		if fail != 0 {
 			// Compiling is the same for every pod.
 			_, _, err := failure(fail, err, 0)
-			return 0, false, err
+			return 0, false, fail == failMemory && others(), err
 		}
 		if compileErr != nil {
-			return 0, false, compileErr.error()
+			return 0, false, false, compileErr.error()
 		}
 		w.scripts.add(r.script.Key, struct{}{})
 	}
 	if b == nil || len(b.todo) == 0 {
-		return 0, false, nil
+		return 0, false, false, nil
 	}
 	w.scripts.use(r.script.Key) // as the worker does when it reads the apply
 	fail, err := w.call(ctx, workerGrace+timeout, workerGrace+timeout, len(b.todo) > 1,
@@ -835,9 +888,10 @@ func (o *Overlay) callWorker(ctx context.Context, b *batch) (n int, died bool, e
 			return false, nil
 		})
 	if fail != 0 {
-		return failure(fail, err, n)
+		n, died, err := failure(fail, err, n)
+		return n, died, fail == failMemory && others(), err
 	}
-	return n, false, nil
+	return n, false, false, nil
 }
 
 // sendPods sends an apply request of the script key to the pods of b still to do.

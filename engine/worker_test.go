@@ -212,8 +212,9 @@ func TestWorkerMemoryLimit(t *testing.T) {
 			t.Errorf("labels = %v, want ok: yes", got.Labels)
 		}
 	}
-	if s := pool.Stats(); s.Started != 3 || s.Alive != 1 {
-		t.Errorf("stats = %+v, want 3 workers started, 1 alive", s)
+	// Each bomb ran twice: in the worker that held ok.star too, then in one of its own.
+	if s := pool.Stats(); s.Started != 5 || s.Alive != 1 {
+		t.Errorf("stats = %+v, want 5 workers started, 1 alive", s)
 	}
 }
 
@@ -848,4 +849,32 @@ func TestWorkerScripts(t *testing.T) {
 	if s := pool.Stats(); s.Started != 1 {
 		t.Errorf("stats %+v, want one worker started", s)
 	}
+}
+
+// TestWorkerCrowded checks that an overlay that passes the memory limit only beside the
+// scripts its worker holds runs again in a worker of its own: two overlays whose modules each
+// take much of the limit both apply, in turn, in a pool of one worker.
+func TestWorkerCrowded(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	opts := workerOptions(pool) // 128Mi
+	opts.Loader = engine.FSLoader(fstest.MapFS{
+		"a.star": {Data: []byte("big = \"a\" * (40 << 20)\n")},
+		"b.star": {Data: []byte("big = \"b\" * (40 << 20)\n")},
+	})
+	var overlays []*engine.Overlay
+	for _, m := range []string{"a", "b"} {
+		src := fmt.Sprintf("load(\"%s.star\", \"big\")\ndef overlay(pod):\n    pod[\"metadata\"][\"labels\"] = {\"m\": big[:1], \"len\": str(len(big))}\n", m)
+		overlays = append(overlays, compile(t, src, opts))
+	}
+	for i := range 4 {
+		got, err := overlays[i%2].Apply(context.Background(), testPod(), nil)
+		if err != nil {
+			t.Fatalf("apply %d: %v", i, err)
+		}
+		if want := map[string]string{"m": "ab"[i%2 : i%2+1], "len": fmt.Sprint(40 << 20)}; !cmp.Equal(got.Labels, want) {
+			t.Errorf("apply %d: labels %v, want %v", i, got.Labels, want)
+		}
+	}
+	t.Logf("stats %+v", pool.Stats())
 }
