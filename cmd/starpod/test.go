@@ -183,19 +183,24 @@ func (f *testFlags) runProcesses(ctx context.Context, a *app, files []string, li
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make([]chan *result, len(files))
-	slots := make(chan struct{}, f.jobs)
-	for i, file := range files {
+	for i := range results {
 		results[i] = make(chan *result, 1)
-		go func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			r := &result{err: ctx.Err()}
-			if r.err == nil {
-				r.ok, r.err = run(ctx, file, &r.stdout, &r.stderr)
-			}
-			results[i] <- r
-		}()
 	}
+	// Files start in order, at most -j at a time.
+	go func() {
+		slots := make(chan struct{}, f.jobs)
+		for i, file := range files {
+			slots <- struct{}{}
+			go func() {
+				defer func() { <-slots }()
+				r := &result{err: ctx.Err()}
+				if r.err == nil {
+					r.ok, r.err = run(ctx, file, &r.stdout, &r.stderr)
+				}
+				results[i] <- r
+			}()
+		}
+	}()
 	var stop error
 	for i := range files {
 		r := <-results[i]
