@@ -50,10 +50,10 @@ func ServeWorkerIfRequested() {
 
 // ServeWorker serves as an overlay worker on standard input and output until standard input
 // closes. It first limits the process's memory to the limit the engine passed in its
-// environment: the data segment and address space (setrlimit), the Go runtime's soft memory
-// limit and, where a cgroup v2 memory controller is writable, a cgroup of its own. Commands that
-// act as workers (the starpod binary's hidden worker subcommand) call it; other programs use
-// [ServeWorkerIfRequested].
+// environment: the data segment and address space (setrlimit) and, where a cgroup v2 memory
+// controller is writable, a cgroup of its own; then it tells the engine it is ready. Commands
+// that act as workers (the starpod binary's hidden worker subcommand) call it; other programs
+// use [ServeWorkerIfRequested].
 func ServeWorker() error {
 	limit, err := strconv.ParseInt(os.Getenv(workerMemoryEnv), 10, 64)
 	if err != nil || limit <= 0 {
@@ -99,6 +99,7 @@ func serve(r io.Reader, w io.Writer) error {
 	return newServer(r, w).serve()
 }
 
+// newServer returns a worker that reads requests from r and answers on w.
 func newServer(r io.Reader, w io.Writer) *server {
 	return &server{in: newFrameReader(r), out: bufio.NewWriterSize(w, 64<<10)}
 }
