@@ -64,11 +64,13 @@ const (
 // documented default, never "unlimited".
 type Options struct {
 	// MaxSteps bounds the Starlark execution steps of one apply (top level and overlay
-	// together) and of loading each module. Zero means DefaultMaxSteps.
+	// together), and of Compile (the top levels of the script and of every module it loads,
+	// together). Zero means DefaultMaxSteps.
 	MaxSteps uint64
 
-	// Timeout bounds the wall time of one apply. Zero means DefaultTimeout. A deadline or
-	// cancellation of the context given to Apply stops the script too.
+	// Timeout bounds the wall time of one apply, and of Compile as MaxSteps does. Zero means
+	// DefaultTimeout. A deadline or cancellation of the context given to Apply stops the
+	// script too.
 	Timeout time.Duration
 
 	// MaxResultBytes bounds the size of the JSON encoding of the pod an overlay returns.
@@ -200,14 +202,16 @@ func Compile(name string, src []byte, opts *Options) (*Overlay, error) {
 		return nil, &Error{Overlay: name, Err: err}
 	}
 	o.prog = prog
-	l := &linker{overlay: o, loading: []string{name}}
+	// The modules' top levels and the script's share one budget of steps and time.
+	b := o.newBudget()
+	l := &linker{overlay: o, loading: []string{name}, budget: b}
 	if err := l.loadAll(prog, name); err != nil {
 		return nil, err
 	}
 
 	// Run the top level once to find the overlay function; each apply runs it again on a
 	// fresh thread, so nothing one apply does is seen by the next.
-	thread, stop := o.newThread(context.Background())
+	thread, stop := o.newThreadWithin(context.Background(), b)
 	globals, err := prog.Init(thread, predeclared)
 	lim := stop()
 	if err != nil {
@@ -355,10 +359,28 @@ func (o *Overlay) noOverlay(globals starlark.StringDict) error {
 	return e
 }
 
-// newThread returns a thread for one apply (or one module load) bounded by the step and time
-// limits and by ctx. The returned stop function must be called when the thread is done; it
-// reports which limit, if any, cancelled the thread.
+// A budget is what is left of the step and time limits to the threads that share them: the
+// top levels that Compile runs, one after another.
+type budget struct {
+	steps    uint64
+	deadline time.Time
+}
+
+// newBudget returns the whole step and time limits, from now.
+func (o *Overlay) newBudget() *budget {
+	return &budget{steps: o.opts.maxSteps(), deadline: time.Now().Add(o.opts.timeout())}
+}
+
+// newThread returns a thread for one apply bounded by the step and time limits and by ctx.
+// The returned stop function must be called when the thread is done; it reports which limit,
+// if any, cancelled the thread.
 func (o *Overlay) newThread(ctx context.Context) (*starlark.Thread, func() *LimitError) {
+	return o.newThreadWithin(ctx, o.newBudget())
+}
+
+// newThreadWithin is newThread for a thread that gets what is left of b, and takes what it
+// uses from b when it stops.
+func (o *Overlay) newThreadWithin(ctx context.Context, b *budget) (*starlark.Thread, func() *LimitError) {
 	thread := &starlark.Thread{Name: o.name, Load: o.load}
 	if p := o.opts.Print; p != nil {
 		thread.Print = func(t *starlark.Thread, msg string) { p(t.CallFrame(1).Pos, msg) }
@@ -366,11 +388,11 @@ func (o *Overlay) newThread(ctx context.Context) (*starlark.Thread, func() *Limi
 		thread.Print = func(*starlark.Thread, string) {}
 	}
 	maxSteps := o.opts.maxSteps()
-	thread.SetMaxExecutionSteps(maxSteps)
+	thread.SetMaxExecutionSteps(b.steps)
 
 	var hit atomic.Pointer[LimitError]
 	timeout := o.opts.timeout()
-	timer := time.AfterFunc(timeout, func() {
+	timer := time.AfterFunc(time.Until(b.deadline), func() {
 		hit.CompareAndSwap(nil, &LimitError{Limit: "time", Value: timeout.String()})
 		thread.Cancel("time limit exceeded")
 	})
@@ -381,10 +403,12 @@ func (o *Overlay) newThread(ctx context.Context) (*starlark.Thread, func() *Limi
 	return thread, func() *LimitError {
 		timer.Stop()
 		stopCtx()
+		used := min(thread.ExecutionSteps(), b.steps)
+		b.steps -= used
 		if lim := hit.Load(); lim != nil {
 			return lim
 		}
-		if thread.ExecutionSteps() >= maxSteps {
+		if b.steps == 0 {
 			return &LimitError{Limit: "steps", Value: fmt.Sprint(maxSteps)}
 		}
 		return nil

@@ -687,3 +687,56 @@ func TestFSLoader(t *testing.T) {
 		&engine.Options{Loader: engine.FSLoader(fsys)})
 	matchErr(t, err, `outside the module file system`)
 }
+
+// TestCompileBudget checks that the top levels of a script and of the modules it loads share
+// one budget of steps and one of time: each module alone is well within the limits, all of
+// them together are not.
+func TestCompileBudget(t *testing.T) {
+	fsys := fstest.MapFS{}
+	var src strings.Builder
+	for i := range 6 {
+		name := fmt.Sprintf("m%d.star", i)
+		// About 300,000 steps each: 1,800,000 together.
+		fsys[name] = &fstest.MapFile{Data: []byte("def burn():\n    n = 0\n    for i in range(30000):\n        n += i\n    return n\nx = burn()\n")}
+		fmt.Fprintf(&src, "load(%q, x%d = \"x\")\n", name, i)
+	}
+	src.WriteString("def overlay(pod):\n    pass\n")
+	for name, isolation := range map[string]engine.Isolation{"in-process": engine.InProcess, "worker": engine.WorkerProcess} {
+		t.Run(name, func(t *testing.T) {
+			pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+			defer pool.Close()
+			base := engine.Options{Loader: engine.FSLoader(fsys), Isolation: isolation, Workers: pool}
+
+			// Each module alone compiles.
+			one := base
+			if _, err := engine.Compile("one.star", []byte("load(\"m0.star\", \"x\")\ndef overlay(pod):\n    pass\n"), &one); err != nil {
+				t.Fatal(err)
+			}
+
+			steps := base
+			steps.MaxSteps = 1_000_000
+			_, err := engine.Compile("six.star", []byte(src.String()), &steps)
+			var lim *engine.LimitError
+			if !errors.As(err, &lim) || lim.Limit != "steps" {
+				t.Fatalf("got %v, want the step limit", err)
+			}
+
+			// With the step limit out of the way, a time limit of twice the fastest of three
+			// compiles of one module cannot hold six.
+			slow := base
+			slow.MaxSteps = 1 << 40
+			fastest := time.Hour
+			for range 3 {
+				start := time.Now()
+				if _, err := engine.Compile("one.star", []byte("load(\"m0.star\", \"x\")\ndef overlay(pod):\n    pass\n"), &slow); err != nil {
+					t.Fatal(err)
+				}
+				fastest = min(fastest, time.Since(start))
+			}
+			slow.Timeout = 2 * fastest
+			if _, err = engine.Compile("six.star", []byte(src.String()), &slow); !errors.As(err, &lim) || lim.Limit != "time" {
+				t.Fatalf("got %v, want the time limit of %v", err, slow.Timeout)
+			}
+		})
+	}
+}

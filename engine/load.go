@@ -240,12 +240,15 @@ func (l *Linker) Load(thread *starlark.Thread, module string) (starlark.StringDi
 type linker struct {
 	overlay *Overlay
 	loading []string // the chain of files being loaded, for cycle reports
+	budget  *budget  // the steps and time left to the compile
 }
 
 // loadAll loads the modules that prog, the file named name, loads.
 func (l *linker) loadAll(prog *starlark.Program, name string) error {
 	o := l.overlay
 	lk := &Linker{loader: o.opts.Loader, predeclared: predeclared, modules: o.modules, loads: o.loads,
-		thread: func(string) (*starlark.Thread, func() *LimitError) { return o.newThread(context.Background()) }}
+		thread: func(string) (*starlark.Thread, func() *LimitError) {
+			return o.newThreadWithin(context.Background(), l.budget)
+		}}
 	return lk.link(o.name, prog, name, l.loading)
 }

@@ -792,8 +792,8 @@ func (o *Overlay) callWorkerIn(ctx context.Context, b *batch, fresh bool) (n int
 			r.print(syntax.MakePosition(&file, p.Line, p.Col), p.Msg)
 		}
 	}
-	// Compiling may take the time limit for the top level and each module, and each pod may
-	// take it; the parent allows a grace period more.
+	// Compiling may take the time limit (the top levels of the script and of its modules
+	// together), and each pod may take it; the parent allows a grace period more.
 	timeout := o.opts.timeout()
 	failure := func(fail workerFailure, err error, answered int) (int, bool, error) {
 		switch fail {
@@ -815,7 +815,7 @@ func (o *Overlay) callWorkerIn(ctx context.Context, b *batch, fresh bool) (n int
 	w.out.max = answerFrameLimit(r.script.MaxResultBytes)
 	if _, ok := w.scripts.get(r.script.Key); !ok {
 		var compileErr *wireError
-		fail, err := w.call(ctx, workerGrace+time.Duration(len(r.script.Loads)+1)*timeout, 0, false,
+		fail, err := w.call(ctx, workerGrace+timeout, 0, false,
 			func(in *bufio.Writer) error {
 				if err := writeJSONFrame(in, frameDefine, r.script); err != nil {
 					return err
