@@ -24,7 +24,9 @@ echo "== determinism and the hostile corpus, without the race detector"
 # The race detector makes every process several times slower and bigger, so the runs above
 # do fewer determinism runs and allow workers more memory; these take the full counts and
 # the tight bounds.
-go test -count=1 -run 'Determinism|Hostile' ./engine ./scheduler
+# One package at a time, so that the wall-time bounds of the hostile runs see less load.
+go test -p 1 -count=1 -run 'Determinism|Hostile' ./engine ./scheduler
+go test -count=1 -run 'TestScript/sandbox_hostile$' ./cmd/starpod
 
 echo "== fuzz (a few thousand inputs each, so regressions show)"
 # The budget is a count of inputs, not a duration: Go 1.26's fuzz coordinator can fail a

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -60,16 +61,25 @@ func exits(ts *testscript.TestScript, neg bool, args []string) {
 
 // bounded runs a command as exits does, and checks that it took at most TIME of wall time
 // and that neither it nor any process it waited for (the overlay workers) had more than
-// MEMORY resident at any time: bounded CODE TIME MEMORY COMMAND [ARG...]. Under the race
-// detector, which makes every process several times bigger, MEMORY is multiplied by
-// raceMemoryFactor.
+// MEMORY resident at any time: bounded CODE TIME MEMORY COMMAND [ARG...]. TIME is a
+// duration, or LIMIT+MARGIN, two durations. Under the race detector, which makes every
+// process several times bigger and slower, MEMORY is multiplied by raceMemoryFactor and
+// MARGIN by raceTimeFactor.
 func bounded(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 4 {
 		ts.Fatalf("usage: bounded CODE TIME MEMORY COMMAND [ARG...]")
 	}
-	maxTime, err := time.ParseDuration(args[1])
+	limit, margin, _ := strings.Cut(args[1], "+")
+	maxTime, err := time.ParseDuration(limit)
 	if err != nil {
 		ts.Fatalf("bounded: bad time: %v", err)
+	}
+	if margin != "" {
+		d, err := time.ParseDuration(margin)
+		if err != nil {
+			ts.Fatalf("bounded: bad time margin: %v", err)
+		}
+		maxTime += raceTimeFactor * d
 	}
 	q, err := resource.ParseQuantity(args[2])
 	if err != nil {
