@@ -173,9 +173,8 @@ func (env *Env) value() starlark.Value {
 type Overlay struct {
 	name    string
 	prog    *starlark.Program
-	modules map[string]starlark.StringDict // frozen globals of every module the script loads
-	loads   map[loadKey]string             // resolved name of each load statement
-	takes   int                            // 1 for overlay(pod), 2 for overlay(pod, ctx)
+	modules *Linker // the frozen globals of every module the script loads
+	takes   int     // 1 for overlay(pod), 2 for overlay(pod, ctx)
 	pos     syntax.Position                // where overlay is defined
 	opts    Options
 	remote  *remote // set for WorkerProcess isolation
@@ -195,17 +194,19 @@ func Compile(name string, src []byte, opts *Options) (*Overlay, error) {
 	if opts.Isolation == WorkerProcess {
 		return compileWorker(name, src, opts)
 	}
-	o := &Overlay{name: name, opts: *opts,
-		modules: make(map[string]starlark.StringDict), loads: make(map[loadKey]string)}
-	file, prog, err := compileFile(name, src)
+	o := &Overlay{name: name, opts: *opts}
+	file, prog, err := compileFile(name, src, predeclared)
 	if err != nil {
 		return nil, &Error{Overlay: name, Err: err}
 	}
 	o.prog = prog
 	// The modules' top levels and the script's share one budget of steps and time.
 	b := o.newBudget()
-	l := &linker{overlay: o, loading: []string{name}, budget: b}
-	if err := l.loadAll(prog, name); err != nil {
+	o.modules = NewLinker(opts.Loader, &LinkOptions{})
+	o.modules.thread = func(string) (*starlark.Thread, func() *LimitError) {
+		return o.newThreadWithin(context.Background(), b)
+	}
+	if err := o.modules.Link(name, prog); err != nil {
 		return nil, err
 	}
 
@@ -238,14 +239,14 @@ func Compile(name string, src []byte, opts *Options) (*Overlay, error) {
 
 // compileProgram parses and resolves one file of the overlay dialect.
 func compileProgram(name string, src []byte) (*starlark.Program, error) {
-	_, prog, err := compileFile(name, src)
+	_, prog, err := compileFile(name, src, predeclared)
 	return prog, err
 }
 
-// compileFile parses and resolves one file of the overlay dialect, and returns its syntax
-// tree too.
-func compileFile(name string, src []byte) (*syntax.File, *starlark.Program, error) {
-	file, prog, err := starlark.SourceProgramOptions(fileOptions, name, src, predeclared.Has)
+// compileFile parses and resolves one file of the overlay dialect, whose predeclared names
+// are those of predecl, and returns its syntax tree too.
+func compileFile(name string, src []byte, predecl starlark.StringDict) (*syntax.File, *starlark.Program, error) {
+	file, prog, err := starlark.SourceProgramOptions(fileOptions, name, src, predecl.Has)
 	if err != nil {
 		var list resolve.ErrorList
 		if errors.As(err, &list) {
@@ -419,12 +420,7 @@ func noStop() bool { return false }
 
 // load serves a load statement during an apply from the modules loaded at compile time.
 func (o *Overlay) load(thread *starlark.Thread, module string) (starlark.StringDict, error) {
-	from := thread.CallFrame(0).Pos.Filename()
-	if g, ok := o.modules[o.loads[loadKey{from, module}]]; ok {
-		return g, nil
-	}
-	// Compile loaded every module the script names, or failed.
-	return nil, fmt.Errorf("cannot load %s: it was not loaded when the overlay was compiled", module)
+	return o.modules.Load(thread, module)
 }
 
 // Apply runs the overlay on pod and returns the resulting pod; pod itself is not changed.

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 )
 
@@ -191,7 +190,7 @@ func (l *Linker) link(top string, prog *starlark.Program, name string, loading [
 					Err: fmt.Errorf("load cycle: %s", strings.Join(cycle, " -> "))}
 			}
 		}
-		mprog, err := l.compile(resolved, src)
+		_, mprog, err := compileFile(resolved, src, l.predeclared)
 		if err != nil {
 			return &Error{Overlay: top, Err: err}
 		}
@@ -211,18 +210,6 @@ func (l *Linker) link(top string, prog *starlark.Program, name string, loading [
 	return nil
 }
 
-// compile parses and resolves one module in the overlay dialect.
-func (l *Linker) compile(name string, src []byte) (*starlark.Program, error) {
-	_, prog, err := starlark.SourceProgramOptions(fileOptions, name, src, l.predeclared.Has)
-	if err != nil {
-		var list resolve.ErrorList
-		if errors.As(err, &list) {
-			return nil, resolveErrors(list)
-		}
-		return nil, err
-	}
-	return prog, nil
-}
 
 // Load returns the globals of module as the load statement running in thread names it. The
 // Linker must have linked the file that holds the statement. Load has the signature of
@@ -233,22 +220,4 @@ func (l *Linker) Load(thread *starlark.Thread, module string) (starlark.StringDi
 		return g, nil
 	}
 	return nil, fmt.Errorf("cannot load %s: it was not loaded when %s was linked", module, from)
-}
-
-// linker links the modules of the overlay being compiled into the overlay's own tables, and
-// runs them with the overlay's limits and print.
-type linker struct {
-	overlay *Overlay
-	loading []string // the chain of files being loaded, for cycle reports
-	budget  *budget  // the steps and time left to the compile
-}
-
-// loadAll loads the modules that prog, the file named name, loads.
-func (l *linker) loadAll(prog *starlark.Program, name string) error {
-	o := l.overlay
-	lk := &Linker{loader: o.opts.Loader, predeclared: predeclared, modules: o.modules, loads: o.loads,
-		thread: func(string) (*starlark.Thread, func() *LimitError) {
-			return o.newThreadWithin(context.Background(), l.budget)
-		}}
-	return lk.link(o.name, prog, name, l.loading)
 }
