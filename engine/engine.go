@@ -173,9 +173,9 @@ func (env *Env) value() starlark.Value {
 type Overlay struct {
 	name    string
 	prog    *starlark.Program
-	modules *Linker // the frozen globals of every module the script loads
-	takes   int     // 1 for overlay(pod), 2 for overlay(pod, ctx)
-	pos     syntax.Position                // where overlay is defined
+	modules *Linker         // the frozen globals of every module the script loads
+	takes   int             // 1 for overlay(pod), 2 for overlay(pod, ctx)
+	pos     syntax.Position // where overlay is defined
 	opts    Options
 	remote  *remote // set for WorkerProcess isolation
 }

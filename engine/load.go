@@ -210,7 +210,6 @@ func (l *Linker) link(top string, prog *starlark.Program, name string, loading [
 	return nil
 }
 
-
 // Load returns the globals of module as the load statement running in thread names it. The
 // Linker must have linked the file that holds the statement. Load has the signature of
 // starlark.Thread's Load field.
