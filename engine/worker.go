@@ -896,7 +896,11 @@ func (o *Overlay) callWorkerIn(ctx context.Context, b *batch, fresh bool) (n int
 
 // sendPods sends an apply request of the script key to the pods of b still to do.
 func (w *worker) sendPods(in *bufio.Writer, key string, b *batch) error {
-	if err := writeFrame(in, frameApply, []byte(key)); err != nil {
+	apply := byte(frameApply)
+	if b.first {
+		apply = frameFirst
+	}
+	if err := writeFrame(in, apply, []byte(key)); err != nil {
 		return err
 	}
 	w.enc.pod, w.env, w.envData = nil, nil, w.envData[:0]

@@ -12,11 +12,14 @@ package engine
 //
 //	define:  D(JSON wireScript)                       -> p* d(empty, or JSON wireError)
 //	apply:   A(script key) (P(pod) | S(message))* E   -> (p* (r(pod) | e(JSON wireError)))* p* d
+//	         F(script key) (P(pod) | S(message))* E   -> the same
 //
 // The worker compiles a defined script and answers done, with the compile error if any. In an
 // apply, the worker answers each pod frame (or skip frame, for a pod the parent failed to
 // encode) in order as soon as it is done, with the resulting pod or the error, and answers the
-// end frame with done; print() output (p, JSON wirePrint) goes back as it happens, each
+// end frame with done. In an apply that stops at the first pod that fails (F), the worker
+// answers the pods after that one with an error without applying the script to them, so that
+// a failed batch costs no more than the pods up to its failure; print() output (p, JSON wirePrint) goes back as it happens, each
 // message flushed at once, so that the parent has it even if a later step kills the worker.
 // The parent streams the pods while the worker applies the ones before, and decodes the
 // answers while the worker applies the ones after.
@@ -89,7 +92,7 @@ func answerFrameLimit(maxResult int64) int {
 
 // protocolVersion names the protocol. A worker refuses a parent that speaks another, such as
 // one of another build of starpod.
-const protocolVersion = "starpod-worker/3"
+const protocolVersion = "starpod-worker/4"
 
 // maxWorkerScripts is how many compiled scripts a worker keeps, with their modules' globals.
 // A worker's memory limit covers them all.
@@ -101,6 +104,7 @@ const (
 	frameHello  = 'H' // body: protocolVersion
 	frameDefine = 'D' // body: JSON wireScript
 	frameApply  = 'A' // body: the key of a defined script
+	frameFirst  = 'F' // body: the key of a defined script; an apply that stops at the first pod that fails
 	framePod    = 'P' // body: a ctx and a pod
 	frameSkip   = 'S' // body: why the parent could not encode the pod
 	frameEnd    = 'E' // empty

@@ -173,8 +173,8 @@ func TestServeRefuses(t *testing.T) {
 		in   []byte
 		want string
 	}{
-		{"other version", frames(byte(frameHello), "starpod-worker/1"), `got protocol "starpod-worker/1", want "starpod-worker/3"`},
-		{"no hello", frames(byte(frameDefine), "{}"), `got a frame of kind 'D', want the hello of protocol "starpod-worker/3"`},
+		{"other version", frames(byte(frameHello), "starpod-worker/1"), `got protocol "starpod-worker/1", want "starpod-worker/4"`},
+		{"no hello", frames(byte(frameDefine), "{}"), `got a frame of kind 'D', want the hello of protocol "starpod-worker/4"`},
 		{"JSON frame", append(binary.BigEndian.AppendUint32(nil, 100), `{"Key":`...), `got a frame of kind '{', want the hello`},
 		{"cut hello", []byte{0, 0}, `unexpected EOF`},
 		{"unknown request", slices.Concat(hello, frames(byte('Z'), "")), `got a frame of kind 'Z', want a request`},
@@ -472,5 +472,68 @@ func TestWireErrorEncode(t *testing.T) {
 	}
 	if len(got.Msg) > maxErrorText+30 || len(got.Backtrace) > maxErrorText+30 || len(got.Limit.Msg) > maxErrorText+30 {
 		t.Errorf("texts of %d, %d and %d bytes, want at most %d", len(got.Msg), len(got.Backtrace), len(got.Limit.Msg), maxErrorText)
+	}
+}
+
+// TestServeApplyFirst checks that an apply that stops at the first pod that fails answers
+// the pods after it without applying the script, and that a plain apply applies them all.
+func TestServeApplyFirst(t *testing.T) {
+	src := "def overlay(pod):\n    print(pod[\"metadata\"][\"name\"])\n    if pod[\"metadata\"][\"name\"] == \"bad\":\n        fail(\"bad pod\")\n"
+	script, err := json.Marshal(&wireScript{Key: "k", Name: "o.star", Src: []byte(src), Print: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	encode := func(name string) string {
+		var e podEncoder
+		if err := e.encode(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+		return string(append(appendPodHeader(nil, nil, "Pod", "v1"), e.proto...))
+	}
+	for _, test := range []struct {
+		apply byte
+		want  string // the kinds of the answers
+		notes []string
+	}{
+		{frameFirst, "hdprpeed", []string{"bad pod", "not applied: an earlier pod of the batch failed"}},
+		{frameApply, "hdprpeprd", []string{"bad pod"}},
+	} {
+		in := slices.Concat(frames(byte(frameHello), protocolVersion, byte(frameDefine), string(script), test.apply, "k"),
+			frames(byte(framePod), encode("good"), byte(framePod), encode("bad"), byte(framePod), encode("late"), byte(frameEnd), ""))
+		out, err := serveFrames(t, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newFrameReader(bytes.NewReader(out))
+		var kinds []byte
+		var notes []string
+		for {
+			kind, body, err := r.next()
+			if err != nil {
+				if err != io.EOF {
+					t.Fatal(err)
+				}
+				break
+			}
+			kinds = append(kinds, kind)
+			if kind == frameError {
+				var we wireError
+				if err := json.Unmarshal(body, &we); err != nil {
+					t.Fatal(err)
+				}
+				notes = append(notes, we.error().Error())
+			}
+		}
+		if string(kinds) != test.want {
+			t.Errorf("apply %c: got answers %q, want %q", test.apply, kinds, test.want)
+		}
+		if len(notes) != len(test.notes) {
+			t.Fatalf("apply %c: got errors %q, want %q", test.apply, notes, test.notes)
+		}
+		for i, note := range test.notes {
+			if !strings.Contains(notes[i], note) {
+				t.Errorf("apply %c: error %d is %q, want it to contain %q", test.apply, i, notes[i], note)
+			}
+		}
 	}
 }

@@ -142,8 +142,8 @@ func (s *server) serve() error {
 			return err
 		case kind == frameDefine:
 			err = s.define(body)
-		case kind == frameApply:
-			err = s.apply(string(body))
+		case kind == frameApply, kind == frameFirst:
+			err = s.apply(string(body), kind == frameFirst)
 		default:
 			err = fmt.Errorf("got a frame of kind %q, want a request", kind)
 		}
@@ -237,14 +237,16 @@ func (s *server) define(body []byte) error {
 
 // apply applies the script key to each pod that follows, until the end frame, and answers
 // each as soon as it is done: if a later pod kills the worker, the parent still has the
-// answers before it and knows which pod did.
-func (s *server) apply(key string) error {
+// answers before it and knows which pod did. With first set, the pods after one that failed
+// are answered with an error and not applied.
+func (s *server) apply(key string, first bool) error {
 	o, ok := s.scripts.get(key)
 	if !ok {
 		return fmt.Errorf("apply of unknown script %s", key)
 	}
 	s.scripts.use(key)
 	s.answerMax = answerFrameLimit(o.opts.MaxResultBytes)
+	failed := false
 	for {
 		kind, body, err := s.in.next()
 		if err != nil {
@@ -253,12 +255,17 @@ func (s *server) apply(key string) error {
 			}
 			return err
 		}
-		switch kind {
-		case framePod:
-			err = s.applyPod(o, body)
-		case frameSkip:
+		switch {
+		case (kind == framePod || kind == frameSkip) && first && failed:
+			err = s.writeError(frameError, &Error{Overlay: o.name, Err: errors.New("not applied: an earlier pod of the batch failed")})
+		case kind == framePod:
+			var ok bool
+			ok, err = s.applyPod(o, body)
+			failed = failed || !ok
+		case kind == frameSkip:
+			failed = true
 			err = s.writeError(frameError, &Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %s", body)})
-		case frameEnd:
+		case kind == frameEnd:
 			return writeFrame(s.out, frameDone)
 		default:
 			err = fmt.Errorf("got a frame of kind %q, want a pod", kind)
@@ -272,18 +279,19 @@ func (s *server) apply(key string) error {
 	}
 }
 
-// applyPod applies o to the pod of a pod frame and writes the answer.
-func (s *server) applyPod(o *Overlay, body []byte) error {
+// applyPod applies o to the pod of a pod frame and writes the answer. It reports whether the
+// apply succeeded, and the error of decoding the frame or writing the answer.
+func (s *server) applyPod(o *Overlay, body []byte) (bool, error) {
 	d := &decoder{b: body}
 	envData := d.bytes()
 	if d.err != nil {
-		return fmt.Errorf("decoding a pod: %v", d.err)
+		return false, fmt.Errorf("decoding a pod: %v", d.err)
 	}
 	podData := d.b
 	if s.lastEnvData == nil || !bytes.Equal(envData, s.lastEnvData) {
 		env, err := decodeEnv(envData)
 		if err != nil {
-			return fmt.Errorf("decoding a pod: %v", err)
+			return false, fmt.Errorf("decoding a pod: %v", err)
 		}
 		s.lastEnv, s.lastEnvData = env, append(s.lastEnvData[:0], envData...)
 	}
@@ -291,30 +299,30 @@ func (s *server) applyPod(o *Overlay, body []byte) error {
 		s.lastPod = nil
 		pod, err := decodePod(podData)
 		if err != nil {
-			return fmt.Errorf("decoding a pod: %v", err)
+			return false, fmt.Errorf("decoding a pod: %v", err)
 		}
 		s.lastPod, s.lastPodData = pod, append(s.lastPodData[:0], podData...)
 	}
 	s.resetPrint()
 	res, err := o.Apply(context.Background(), s.lastPod, s.lastEnv)
 	if s.printErr != nil {
-		return s.printErr
+		return false, s.printErr
 	}
 	if err != nil {
-		return s.writeError(frameError, err)
+		return false, s.writeError(frameError, err)
 	}
 	if err := s.enc.encode(res); err != nil {
-		return s.writeError(frameError, &Error{Overlay: o.name, Err: fmt.Errorf("encoding the result: %v", err)})
+		return false, s.writeError(frameError, &Error{Overlay: o.name, Err: fmt.Errorf("encoding the result: %v", err)})
 	}
 	s.enc.head = appendKind(s.enc.head[:0], res.Kind, res.APIVersion)
 	if n := len(s.enc.head) + len(s.enc.proto); n > s.answerMax {
 		// Only a pod of many items whose fields are all empty takes this many bytes more in
 		// protobuf than in JSON.
 		maxResult := o.opts.maxResultBytes()
-		return s.writeError(frameError, &Error{Overlay: o.name, Err: &LimitError{Limit: "result size", Value: fmt.Sprintf("%d bytes", maxResult),
+		return false, s.writeError(frameError, &Error{Overlay: o.name, Err: &LimitError{Limit: "result size", Value: fmt.Sprintf("%d bytes", maxResult),
 			Err: fmt.Errorf("the result's protobuf encoding of %d bytes exceeds the limit of %d bytes of a worker's answer", n, s.answerMax)}})
 	}
-	return writeFrame(s.out, frameResult, s.enc.head, s.enc.proto)
+	return true, writeFrame(s.out, frameResult, s.enc.head, s.enc.proto)
 }
 
 // options returns the in-process options of a script sent to a worker.
