@@ -878,3 +878,53 @@ func TestWorkerCrowded(t *testing.T) {
 	}
 	t.Logf("stats %+v", pool.Stats())
 }
+
+// TestWorkerPoolConcurrentDeaths applies good overlays and memory bombs at once through one
+// pool: every good pod gets its result, every bomb the memory limit, and the pool never has
+// more workers alive than its size, nor any alive after Close.
+func TestWorkerPoolConcurrentDeaths(t *testing.T) {
+	const size, goroutines, rounds = 2, 8, 3
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: size})
+	opts := workerOptions(pool)
+	chain := compileChain(t, opts)
+	bomb := compile(t, "def overlay(pod):\n    s = \"ab\"\n    for i in range(40):\n        s += s\n", opts)
+	want := expectedChain(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines*rounds)
+	for g := range goroutines {
+		wg.Go(func() {
+			for r := range rounds {
+				if (g+r)%3 == 0 {
+					_, err := bomb.Apply(context.Background(), testPod(), nil)
+					var lim *engine.LimitError
+					if !errors.As(err, &lim) || lim.Limit != "memory" {
+						errs <- fmt.Errorf("bomb: got %v, want the memory limit", err)
+					}
+					continue
+				}
+				i := g*rounds + r
+				got, err := chain.Apply(context.Background(), mixedPod(i), &engine.Env{ReplicaID: i})
+				if err != nil {
+					errs <- fmt.Errorf("pod %d: %v", i, err)
+				} else if diff := cmp.Diff(want(i), got); diff != "" {
+					errs <- fmt.Errorf("pod %d (-in-process +worker):\n%s", i, diff)
+				}
+				if s := pool.Stats(); s.Alive > size {
+					errs <- fmt.Errorf("stats = %+v, want at most %d workers alive", s, size)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if s := pool.Stats(); s.Started <= size {
+		t.Errorf("stats = %+v, want more than %d workers started: the bombs kill theirs", s, size)
+	}
+	pool.Close()
+	if s := pool.Stats(); s.Alive != 0 {
+		t.Errorf("stats after Close = %+v, want no workers alive", s)
+	}
+}
