@@ -743,13 +743,19 @@ type batch struct {
 // true: the pods after it were not tried and may go to another worker. Otherwise err is an
 // *Error for every pod not answered. A worker that dies of its memory limit while it holds
 // other scripts gets a second chance: the pods from the one it died at go to a worker that
-// holds no other script.
+// holds no other script, within what is left of that pod's time (or the compile's), so that
+// the second chance does not stretch the time limit.
 func (o *Overlay) callWorker(ctx context.Context, b *batch) (n int, died bool, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	n, died, crowded, err := o.callWorkerIn(ctx, b, false)
+	var clock time.Time
+	n, died, crowded, err := o.callWorkerIn(ctx, b, false, time.Time{}, &clock)
 	if !crowded || b != nil && b.first && b.failed {
+		return n, died, err
+	}
+	deadline := clock.Add(workerGrace + o.opts.timeout())
+	if time.Until(deadline) <= 0 {
 		return n, died, err
 	}
 	// The worker died of its memory limit while it held other scripts, whose memory counts
@@ -761,7 +767,7 @@ func (o *Overlay) callWorker(ctx context.Context, b *batch) (n int, died bool, e
 		sub.todo = b.todo[n:]
 		rest = &sub
 	}
-	m, died, _, err := o.callWorkerIn(ctx, rest, true)
+	m, died, _, err := o.callWorkerIn(ctx, rest, true, deadline, &clock)
 	if b != nil {
 		b.failed = rest.failed
 	}
@@ -770,7 +776,9 @@ func (o *Overlay) callWorker(ctx context.Context, b *batch) (n int, died bool, e
 
 // callWorkerIn is callWorker in one worker: a fresh one (holding no script) if fresh is set.
 // It reports as crowded a worker that died of its memory limit while it held other scripts.
-func (o *Overlay) callWorkerIn(ctx context.Context, b *batch, fresh bool) (n int, died, crowded bool, err error) {
+// It sets *clock to when the worker began what it is doing: the compile, or the pod after the
+// last one it answered. A compile or a first pod must be done by deadline, if it is not zero.
+func (o *Overlay) callWorkerIn(ctx context.Context, b *batch, fresh bool, deadline time.Time, clock *time.Time) (n int, died, crowded bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, false, &Error{Overlay: o.name, Err: err}
 	}
@@ -795,6 +803,13 @@ func (o *Overlay) callWorkerIn(ctx context.Context, b *batch, fresh bool) (n int
 	// Compiling may take the time limit (the top levels of the script and of its modules
 	// together), and each pod may take it; the parent allows a grace period more.
 	timeout := o.opts.timeout()
+	first := func() time.Duration {
+		d := workerGrace + timeout
+		if !deadline.IsZero() {
+			d = max(min(d, time.Until(deadline)), time.Millisecond)
+		}
+		return d
+	}
 	failure := func(fail workerFailure, err error, answered int) (int, bool, error) {
 		switch fail {
 		case failTime:
@@ -815,7 +830,8 @@ func (o *Overlay) callWorkerIn(ctx context.Context, b *batch, fresh bool) (n int
 	w.out.max = answerFrameLimit(r.script.MaxResultBytes)
 	if _, ok := w.scripts.get(r.script.Key); !ok {
 		var compileErr *wireError
-		fail, err := w.call(ctx, workerGrace+timeout, 0, false,
+		*clock = time.Now()
+		fail, err := w.call(ctx, first(), 0, false,
 			func(in *bufio.Writer) error {
 				if err := writeJSONFrame(in, frameDefine, r.script); err != nil {
 					return err
@@ -848,7 +864,8 @@ func (o *Overlay) callWorkerIn(ctx context.Context, b *batch, fresh bool) (n int
 		return 0, false, false, nil
 	}
 	w.scripts.use(r.script.Key) // as the worker does when it reads the apply
-	fail, err := w.call(ctx, workerGrace+timeout, workerGrace+timeout, len(b.todo) > 1,
+	*clock = time.Now()
+	fail, err := w.call(ctx, first(), workerGrace+timeout, len(b.todo) > 1,
 		func(in *bufio.Writer) error { return w.sendPods(in, r.script.Key, b) }, print,
 		func(kind byte, body []byte) (bool, error) {
 			if kind == frameDone {
@@ -885,6 +902,7 @@ func (o *Overlay) callWorkerIn(ctx context.Context, b *batch, fresh bool) (n int
 				return false, fmt.Errorf("got a frame of kind %q, want an answer", kind)
 			}
 			n++
+			*clock = time.Now()
 			return false, nil
 		})
 	if fail != 0 {
