@@ -267,12 +267,13 @@ def overlay(pod, ctx):
 		}
 	}
 
-	// The API server's checks: a restart policy that no pod may have. starpod sends the job,
-	// the server rejects it whole, and the cause is shown with its field path.
+	// The API server's checks: a termination message policy that no container may have
+	// (starpod checks restart policies offline, not this). starpod sends the job, the server
+	// rejects it whole, and the cause is shown with its field path.
 	app = writeApp(t, `
 def overlay(pod, ctx):
     if ctx.replica_id == 1:
-        pod["spec"]["restartPolicy"] = "Sometimes"
+        pod["spec"]["containers"][0]["terminationMessagePolicy"] = "Sometimes"
     return pod
 `)
 	for _, args := range [][]string{
@@ -280,7 +281,7 @@ def overlay(pod, ctx):
 		{"run", "--app-id", "bad", "--dry-run=server", "--cfg", "namespace=" + ns, app},
 	} {
 		mustFail(t, 1, `^cluster "integration" \(https://127\.0\.0\.1:\d+\), namespace "`+ns+`": create job "bad": `+
-			`Job\.batch\.volcano\.sh "bad" is invalid: spec\.tasks\[1\]\.template\.spec\.restartPolicy: Unsupported value: "Sometimes"`, args...)
+			`Job\.batch\.volcano\.sh "bad" is invalid: spec\.tasks\[1\]\.template\.spec\.containers\[0\]\.terminationMessagePolicy: Unsupported value: "Sometimes"`, args...)
 	}
 	if names := jobs(t, ns); len(names) != 0 {
 		t.Errorf("jobs after a rejected run: got %v, want none", names)
