@@ -166,11 +166,11 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 	}
 
 	// Build every replica's task, even if the run options or the app id are bad, so that the
-	// problems of the replicas are reported with theirs: a chunk of replicas of one role at a time and several
-	// chunks at once: a compiled overlay may be applied concurrently, and each overlay
-	// applies to a whole chunk in one call (one round trip to a worker process). Twice as
-	// many chunks as processors are under way, so that some are built and printed while
-	// others are in worker processes. Results keep the order of roles and replicas.
+	// problems of the replicas are reported with theirs: a chunk of replicas of one role at a
+	// time and several chunks at once: a compiled overlay may be applied concurrently, and
+	// each overlay applies to a whole chunk in one call (one round trip to a worker process).
+	// Twice as many chunks as processors are under way, so that some are built and printed
+	// while others are in worker processes. Results keep the order of roles and replicas.
 	b := &builder{app: app, cfg: &cfg, opts: &opts, jobName: jobName, appName: appName,
 		firstTask: taskName(app.Roles[0].Name, 0), print: print}
 	var replicas []*replica
@@ -199,6 +199,10 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 	}
 	wg.Wait()
 	var texts [][]byte
+	job.Spec.Tasks = make([]vcbatch.TaskSpec, 0, len(replicas)) // a task is large: grow it once
+	if print != nil {
+		texts = make([][]byte, 0, len(replicas))
+	}
 	for _, rep := range replicas {
 		if len(rep.errs) > 0 {
 			errs = append(errs, rep.errs...)
