@@ -165,6 +165,33 @@ func frames(kindsAndBodies ...any) []byte {
 	return buf.Bytes()
 }
 
+// A frameRead is a frame of a worker's answers.
+type frameRead struct {
+	kind byte
+	body []byte
+}
+
+// readFrames returns the frames of out, a worker's answers, each up to max bytes (0: the
+// parent's limit for the default result size).
+func readFrames(t *testing.T, out []byte, max int) []frameRead {
+	t.Helper()
+	r := newFrameReader(bytes.NewReader(out))
+	r.max = answerFrameLimit(0)
+	if max > 0 {
+		r.max = max
+	}
+	var fs []frameRead
+	for {
+		kind, body, err := r.next()
+		if err == io.EOF {
+			return fs
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, frameRead{kind, bytes.Clone(body)}) // the reader reuses its buffer
+	}
+}
+
 // TestServeRefuses checks that a worker stops with a clear error on input it cannot serve.
 func TestServeRefuses(t *testing.T) {
 	hello := frames(byte(frameHello), protocolVersion)
@@ -210,18 +237,10 @@ func TestServeApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newFrameReader(bytes.NewReader(out))
 	var kinds []byte
-	for {
-		kind, body, err := r.next()
-		if err != nil {
-			if err != io.EOF {
-				t.Fatal(err)
-			}
-			break
-		}
-		kinds = append(kinds, kind)
-		switch kind {
+	for _, f := range readFrames(t, out, 0) {
+		kinds = append(kinds, f.kind)
+		switch body := f.body; f.kind {
 		case frameResult:
 			got, err := decodePod(body)
 			if err != nil || got.Name != "p" || got.Kind != "Pod" {
@@ -400,17 +419,9 @@ func TestServeBoundsAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newFrameReader(bytes.NewReader(out))
-	r.max = answerFrameLimit(0)
 	printed, notices, errs := 0, 0, 0
-	for {
-		kind, body, err := r.next()
-		if err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		switch kind {
+	for _, f := range readFrames(t, out, 0) {
+		switch body := f.body; f.kind {
 		case framePrint:
 			var p wirePrint
 			if err := json.Unmarshal(body, &p); err != nil {
@@ -504,21 +515,13 @@ func TestServeApplyFirst(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := newFrameReader(bytes.NewReader(out))
 		var kinds []byte
 		var notes []string
-		for {
-			kind, body, err := r.next()
-			if err != nil {
-				if err != io.EOF {
-					t.Fatal(err)
-				}
-				break
-			}
-			kinds = append(kinds, kind)
-			if kind == frameError {
+		for _, f := range readFrames(t, out, 0) {
+			kinds = append(kinds, f.kind)
+			if f.kind == frameError {
 				var we wireError
-				if err := json.Unmarshal(body, &we); err != nil {
+				if err := json.Unmarshal(f.body, &we); err != nil {
 					t.Fatal(err)
 				}
 				notes = append(notes, we.error().Error())
