@@ -305,8 +305,7 @@ func TestJSONToYAMLRandom(t *testing.T) {
 // jobs as the scheduler prints it, and that none of them needs the slow path.
 func TestJSONToYAMLObjects(t *testing.T) {
 	texts := map[string][]byte{}
-	pod := new(corev1.Pod)
-	readYAML(t, filepath.Join("..", "..", "testdata", "pods", "training.yaml"), pod)
+	pod := trainingPod(t)
 	texts["training pod"] = mustJSON(t, pod)
 
 	jobFiles := []string{filepath.Join("..", "..", "examples", "llama-ft", "expected.yaml")}
@@ -470,13 +469,20 @@ func TestKeyLessASCII(t *testing.T) {
 	}
 }
 
-func readYAML(t *testing.T, file string, v any) {
+// trainingPod returns the training pod of testdata/pods.
+func trainingPod(tb testing.TB) *corev1.Pod {
+	pod := new(corev1.Pod)
+	readYAML(tb, filepath.Join("..", "..", "testdata", "pods", "training.yaml"), pod)
+	return pod
+}
+
+func readYAML(t testing.TB, file string, v any) {
 	if err := yaml.UnmarshalStrict(mustRead(t, file), v); err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
 }
 
-func mustRead(t *testing.T, file string) []byte {
+func mustRead(t testing.TB, file string) []byte {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -495,14 +501,7 @@ func mustJSON(t *testing.T, v any) []byte {
 // BenchmarkJSONToYAML measures printing the JSON text of the training pod as YAML, straight
 // from the text and through untyped values, as it is and with scalars the YAML library prints.
 func BenchmarkJSONToYAML(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "pods", "training.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	pod := new(corev1.Pod)
-	if err := yaml.UnmarshalStrict(data, pod); err != nil {
-		b.Fatal(err)
-	}
+	pod := trainingPod(b)
 	plain, err := json.Marshal(pod)
 	if err != nil {
 		b.Fatal(err)

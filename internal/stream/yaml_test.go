@@ -3,25 +3,15 @@ package stream
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
 // TestMarshalYAML checks that MarshalYAML writes what sigs.k8s.io/yaml.Marshal writes.
 func TestMarshalYAML(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "pods", "training.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := new(corev1.Pod)
-	if err := yaml.UnmarshalStrict(data, pod); err != nil {
-		t.Fatal(err)
-	}
+	pod := trainingPod(t)
 	var numbers any
 	dec := json.NewDecoder(bytes.NewReader([]byte(`{"int": 42, "neg": -7, "zero": -0, "big": 9223372036854775807,
 		"bigger": 18446744073709551615, "huge": 1e400, "float": 1.5, "exp": 1e+21, "small": 1.5e-7,
@@ -48,14 +38,7 @@ func TestMarshalYAML(t *testing.T) {
 
 // BenchmarkMarshalYAML measures MarshalYAML on the training pod.
 func BenchmarkMarshalYAML(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "pods", "training.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	pod := new(corev1.Pod)
-	if err := yaml.UnmarshalStrict(data, pod); err != nil {
-		b.Fatal(err)
-	}
+	pod := trainingPod(b)
 	for b.Loop() {
 		if _, err := MarshalYAML(pod); err != nil {
 			b.Fatal(err)
