@@ -40,6 +40,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
@@ -49,6 +50,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/starpod/starpod/builtins"
+	"github.com/starpod/starpod/internal/bound"
 	"github.com/starpod/starpod/internal/convert"
 	"github.com/starpod/starpod/internal/spell"
 )
@@ -191,6 +193,9 @@ func Compile(name string, src []byte, opts *Options) (*Overlay, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
+	if int64(len(src)) > bound.MaxScript {
+		return nil, &Error{Overlay: name, Err: &bound.SizeError{Name: name, What: "script", Limit: bound.MaxScript}}
+	}
 	if opts.Isolation == WorkerProcess {
 		return compileWorker(name, src, opts)
 	}
@@ -252,9 +257,33 @@ func compileFile(name string, src []byte, predecl starlark.StringDict) (*syntax.
 		if errors.As(err, &list) {
 			return nil, nil, resolveErrors(list)
 		}
+		var serr syntax.Error
+		if errors.As(err, &serr) {
+			serr.Msg = excerpt(serr.Msg)
+			return nil, nil, serr
+		}
 		return nil, nil, err
 	}
 	return file, prog, nil
+}
+
+// Bounds of the errors of a file that does not compile, which may be any file (a secret read
+// by mistake): they quote only short excerpts of it.
+const (
+	maxCompileErrors = 10  // errors reported of one file
+	maxExcerpt       = 120 // bytes of one error's message
+)
+
+// excerpt cuts msg to maxExcerpt bytes.
+func excerpt(msg string) string {
+	if len(msg) <= maxExcerpt {
+		return msg
+	}
+	n := maxExcerpt
+	for n > 0 && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	return msg[:n] + "..."
 }
 
 // binding returns the position where a top-level statement of file binds the global name:
@@ -317,7 +346,11 @@ func (e resolveErrors) Error() string {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		b.WriteString(err.Error())
+		if i == maxCompileErrors {
+			fmt.Fprintf(&b, "%s: and %d more errors", err.Pos.Filename(), len(e)-i)
+			break
+		}
+		b.WriteString(err.Pos.String() + ": " + excerpt(err.Msg))
 	}
 	return b.String()
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"go.starlark.net/starlark"
+
+	"github.com/starpod/starpod/internal/bound"
 )
 
 // A Loader finds the modules that load statements name.
@@ -60,18 +62,50 @@ func (l dirLoader) Load(from, module string) (string, []byte, error) {
 		return "", nil, err
 	}
 	defer root.Close()
-	data, err := root.ReadFile(target)
+	name := filepath.Join(l.root, target)
+	data, err := readModule(name, func() (fs.File, error) {
+		// The type and size come first: opening a named pipe would block.
+		fi, err := root.Stat(target)
+		if err != nil {
+			return nil, err
+		}
+		if err := bound.Regular(name, fi); err != nil {
+			return nil, err
+		}
+		return root.Open(target)
+	})
 	if err != nil {
 		var perr *fs.PathError
 		if errors.As(err, &perr) && strings.Contains(perr.Err.Error(), "escapes") {
 			return "", nil, fmt.Errorf("%s leads outside the overlay root %s", module, l.root)
 		}
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", nil, fmt.Errorf("%s does not exist", filepath.Join(l.root, target))
+			return "", nil, fmt.Errorf("%s does not exist", name)
 		}
 		return "", nil, err
 	}
-	return filepath.Join(l.root, target), data, nil
+	return name, data, nil
+}
+
+// readModule reads the module name from the file open returns, which must be a regular file
+// of at most bound.MaxScript bytes.
+func readModule(name string, open func() (fs.File, error)) ([]byte, error) {
+	f, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := bound.Regular(name, fi); err != nil {
+		return nil, err
+	}
+	if fi.Size() > bound.MaxScript {
+		return nil, &bound.SizeError{Name: name, What: "module", Limit: bound.MaxScript}
+	}
+	return bound.ReadAll(f, name, bound.MaxScript, "module")
 }
 
 // FSLoader returns a Loader that reads modules from fsys. The overlay's name and the module
@@ -89,7 +123,16 @@ func (l fsLoader) Load(from, module string) (string, []byte, error) {
 	if !fs.ValidPath(target) {
 		return "", nil, fmt.Errorf("%s is outside the module file system", module)
 	}
-	data, err := fs.ReadFile(l.fsys, target)
+	data, err := readModule(target, func() (fs.File, error) {
+		fi, err := fs.Stat(l.fsys, target)
+		if err != nil {
+			return nil, err
+		}
+		if err := bound.Regular(target, fi); err != nil {
+			return nil, err
+		}
+		return l.fsys.Open(target)
+	})
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", nil, fmt.Errorf("%s does not exist", target)
@@ -120,6 +163,7 @@ type Linker struct {
 	thread      func(module string) (*starlark.Thread, func() *LimitError)
 	modules     map[string]starlark.StringDict // frozen globals of each module, by resolved name
 	loads       map[loadKey]string             // resolved name of each load statement
+	bytes       int64                          // the size of the modules' sources together
 }
 
 // LinkOptions configures a [Linker]. The zero value runs modules as [Compile] does with the
@@ -179,10 +223,24 @@ func (l *Linker) link(top string, prog *starlark.Program, name string, loading [
 		if err != nil {
 			return &Error{Overlay: top, Pos: pos, Err: fmt.Errorf("cannot load %s: %w", module, err)}
 		}
+		if _, done := l.modules[resolved]; !done {
+			switch {
+			case int64(len(src)) > bound.MaxScript:
+				err = &bound.SizeError{Name: resolved, What: "module", Limit: bound.MaxScript}
+			case l.bytes+int64(len(src)) > bound.MaxModules:
+				err = fmt.Errorf("the modules that %s loads are larger than the limit of %s together", top, bound.FormatSize(bound.MaxModules))
+			case len(l.modules) >= maxModules:
+				err = fmt.Errorf("%s loads more than the limit of %d modules", top, maxModules)
+			}
+			if err != nil {
+				return &Error{Overlay: top, Pos: pos, Err: fmt.Errorf("cannot load %s: %w", module, err)}
+			}
+		}
 		l.loads[loadKey{name, module}] = resolved
 		if _, done := l.modules[resolved]; done {
 			continue
 		}
+		l.bytes += int64(len(src))
 		for j, f := range loading {
 			if f == resolved {
 				cycle := append(append([]string{}, loading[j:]...), resolved)

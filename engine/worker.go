@@ -4,8 +4,13 @@ package engine
 // with a memory limit, and the pool of workers they share.
 //
 // What the sandbox guarantees, with WorkerProcess isolation:
-//   - The calling process never runs the script: it parses it and its modules (asking its
-//     Loader for each load) but runs no Starlark, so no script can exhaust its memory or stack.
+//   - The calling process never parses or runs the script: a worker scans each file (the
+//     script, then each module the caller's Loader returns) for the modules its load
+//     statements name, so no script can exhaust the caller's memory or stack. A file that
+//     takes the worker's memory or time to parse and compile fails the compile with a
+//     *LimitError, naming the file ("parsing lib/huge.star").
+//   - Scripts and modules are bounded in size (internal/bound: 1 MiB each, 8 MiB for the
+//     modules of one compile, 1,000 modules) and loaders read only regular files.
 //   - A worker limits its data segment (heap and thread stacks) to MaxMemory plus 64 MiB for
 //     thread stacks (and the address space of its ballast, see worker_serve.go, which takes
 //     no memory), and its address space likewise, with setrlimit before it reads a script;
@@ -63,6 +68,8 @@ import (
 
 	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/starpod/starpod/internal/bound"
 )
 
 // Isolation says where an overlay runs.
@@ -656,17 +663,25 @@ type remote struct {
 }
 
 // compileWorker compiles an overlay in a worker process. The parent resolves the script's
-// load statements with opts.Loader, without running anything, and the worker compiles the
-// script with the answers.
+// load statements with opts.Loader, without parsing or running anything itself, and the worker
+// compiles the script with the answers.
 func compileWorker(name string, src []byte, opts *Options) (*Overlay, error) {
 	if limit := opts.maxMemory(); limit < workerStartMemory {
 		return nil, &Error{Overlay: name, Err: errSmallMemory(limit)}
+	}
+	pool := opts.Workers
+	if pool == nil {
+		pool = defaultPool()
 	}
 	d := &wireScript{Name: name, Src: src, HasLoader: opts.Loader != nil,
 		MaxSteps: opts.MaxSteps, Timeout: opts.Timeout, MaxResultBytes: opts.MaxResultBytes,
 		Print: opts.Print != nil}
 	if opts.Loader != nil {
-		d.Loads = recordLoads(name, src, opts.Loader)
+		loads, err := resolveLoads(context.Background(), name, src, opts, pool)
+		if err != nil {
+			return nil, err
+		}
+		d.Loads = loads
 	}
 	data, err := json.Marshal(d)
 	if err != nil {
@@ -674,10 +689,6 @@ func compileWorker(name string, src []byte, opts *Options) (*Overlay, error) {
 	}
 	sum := sha256.Sum256(data)
 	d.Key = hex.EncodeToString(sum[:])
-	pool := opts.Workers
-	if pool == nil {
-		pool = defaultPool()
-	}
 	o := &Overlay{name: name, opts: *opts,
 		remote: &remote{script: d, pool: pool, limit: opts.maxMemory(), print: opts.Print}}
 	// Compile now, to report errors (and limits hit by the top level) at once.
@@ -687,40 +698,111 @@ func compileWorker(name string, src []byte, opts *Options) (*Overlay, error) {
 	return o, nil
 }
 
-// recordLoads asks loader every question the linker will ask when it compiles the script
-// name, without running any module: it parses each file to find its load statements.
-func recordLoads(name string, src []byte, loader Loader) []wireLoad {
+// resolveLoads asks opts.Loader every question the linker will ask when a worker compiles the
+// script name, and returns the answers. It parses nothing itself: a worker scans each file for
+// its load statements, so that a file that takes the worker's memory or time to parse fails
+// the compile, naming that file, and this process never holds its syntax tree. A module over
+// its size limit, or past the limit of the modules of one compile, is answered with an error,
+// which the worker reports at the load statement.
+func resolveLoads(ctx context.Context, name string, src []byte, opts *Options, pool *WorkerPool) ([]wireLoad, error) {
+	limit := opts.maxMemory()
+	w, err := pool.get(limit, "", false)
+	if err != nil {
+		return nil, &Error{Overlay: name, Err: err}
+	}
+	defer pool.put(w)
+	w.out.max = answerFrameLimit(0)
+
 	var out []wireLoad
 	asked := make(map[loadKey]bool)
 	seen := map[string]bool{name: true}
-	var walk func(name string, src []byte)
-	walk = func(name string, src []byte) {
-		prog, err := compileProgram(name, src)
+	var total int64 // the size of the modules together
+	modules := 0
+	type file struct {
+		name string
+		src  []byte
+	}
+	queue := []file{{name, src}}
+	for len(queue) > 0 {
+		f := queue[0]
+		queue = queue[1:]
+		loads, err := w.scan(ctx, f.name, f.src, workerGrace+opts.timeout())
 		if err != nil {
-			return // the worker reports it
+			e := &Error{Overlay: name, Err: fmt.Errorf("parsing %s: %w", f.name, err)}
+			if f.name == name {
+				e.Err = fmt.Errorf("parsing: %w", err)
+			}
+			return nil, e
 		}
-		for i := 0; i < prog.NumLoads(); i++ {
-			module, _ := prog.Load(i)
-			key := loadKey{name, module}
+		for _, module := range loads {
+			key := loadKey{f.name, module}
 			if asked[key] {
 				continue
 			}
 			asked[key] = true
-			resolved, msrc, err := loader.Load(name, module)
-			ld := wireLoad{From: name, Module: module, Name: resolved, Src: msrc}
-			if err != nil {
-				ld = wireLoad{From: name, Module: module, Err: err.Error()}
+			resolved, msrc, err := opts.Loader.Load(f.name, module)
+			switch {
+			case err != nil:
+			case int64(len(msrc)) > bound.MaxScript:
+				err = &bound.SizeError{Name: resolved, What: "module", Limit: bound.MaxScript}
+			case !seen[resolved] && total+int64(len(msrc)) > bound.MaxModules:
+				err = fmt.Errorf("the modules that %s loads are larger than the limit of %s together", name, bound.FormatSize(bound.MaxModules))
+			case !seen[resolved] && modules == maxModules:
+				err = fmt.Errorf("%s loads more than the limit of %d modules", name, maxModules)
 			}
-			out = append(out, ld)
-			if err != nil || seen[resolved] {
+			if err != nil {
+				out = append(out, wireLoad{From: f.name, Module: module, Err: err.Error()})
+				continue
+			}
+			out = append(out, wireLoad{From: f.name, Module: module, Name: resolved, Src: msrc})
+			if seen[resolved] {
 				continue
 			}
 			seen[resolved] = true
-			walk(resolved, msrc)
+			total += int64(len(msrc))
+			modules++
+			queue = append(queue, file{resolved, msrc})
 		}
 	}
-	walk(name, src)
-	return out
+	return out, nil
+}
+
+// maxModules bounds the number of modules one compile loads.
+const maxModules = 1000
+
+// scan asks the worker for the modules that the load statements of the file name name. It
+// returns an error only when the worker fails: a *LimitError for its memory or time limit.
+// A file that does not parse has no loads; the compile reports why.
+func (w *worker) scan(ctx context.Context, name string, src []byte, timeout time.Duration) ([]string, error) {
+	var res wireScan
+	fail, err := w.call(ctx, timeout, 0, false,
+		func(in *bufio.Writer) error {
+			if err := writeJSONFrame(in, frameScan, &wireSource{Name: name, Src: src}); err != nil {
+				return err
+			}
+			return in.Flush()
+		}, nil,
+		func(kind byte, body []byte) (bool, error) {
+			if kind != frameDone {
+				return false, fmt.Errorf("got a frame of kind %q, want done", kind)
+			}
+			if err := json.Unmarshal(body, &res); err != nil {
+				return false, fmt.Errorf("malformed scan: %v", err)
+			}
+			return true, nil
+		})
+	switch fail {
+	case 0:
+		return res.Loads, nil
+	case failTime:
+		return nil, &LimitError{Limit: "time", Value: (timeout - workerGrace).String()}
+	case failMemory:
+		return nil, &LimitError{Limit: "memory", Value: FormatSize(w.limit)}
+	case failCtx:
+		return nil, ctx.Err()
+	default:
+		return nil, err
+	}
 }
 
 // A batch is the pods of an apply in worker processes and their answers.

@@ -10,11 +10,16 @@ package engine
 // with its own hello, and a worker that speaks another version exits with an error saying so.
 // Then the parent sends requests, one at a time:
 //
+//	scan:    L(JSON wireSource)                       -> d(JSON wireScan)
 //	define:  D(JSON wireScript)                       -> p* d(empty, or JSON wireError)
 //	apply:   A(script key) (P(pod) | S(message))* E   -> (p* (r(pod) | e(JSON wireError)))* p* d
 //	         F(script key) (P(pod) | S(message))* E   -> the same
 //
-// The worker compiles a defined script and answers done, with the compile error if any. In an
+// A scan parses one file, and answers with the modules its load statements name: the parent
+// resolves a script's loads file by file with its Loader, but parses nothing itself, so that a
+// file that takes much memory to parse (a parse bomb) kills a worker, not the parent, and the
+// parent knows which file it was. The worker compiles a defined script and answers done, with
+// the compile error if any. In an
 // apply, the worker answers each pod frame (or skip frame, for a pod the parent failed to
 // encode) in order as soon as it is done, with the resulting pod or the error, and answers the
 // end frame with done. In an apply that stops at the first pod that fails (F), the worker
@@ -92,7 +97,7 @@ func answerFrameLimit(maxResult int64) int {
 
 // protocolVersion names the protocol. A worker refuses a parent that speaks another, such as
 // one of another build of starpod.
-const protocolVersion = "starpod-worker/4"
+const protocolVersion = "starpod-worker/5"
 
 // maxWorkerScripts is how many compiled scripts a worker keeps, with their modules' globals.
 // A worker's memory limit covers them all.
@@ -102,6 +107,7 @@ const maxWorkerScripts = 16
 const (
 	// from the parent
 	frameHello  = 'H' // body: protocolVersion
+	frameScan   = 'L' // body: JSON wireSource
 	frameDefine = 'D' // body: JSON wireScript
 	frameApply  = 'A' // body: the key of a defined script
 	frameFirst  = 'F' // body: the key of a defined script; an apply that stops at the first pod that fails
@@ -128,6 +134,19 @@ type wireScript struct {
 	Timeout        time.Duration // Options.Timeout
 	MaxResultBytes int64         // Options.MaxResultBytes
 	Print          bool          // whether print() output goes back to the parent
+}
+
+// A wireSource is one file for a worker to scan.
+type wireSource struct {
+	Name string
+	Src  []byte
+}
+
+// A wireScan is the answer to a scan: the modules that the file's load statements name, in
+// order, or why it could not be parsed.
+type wireScan struct {
+	Loads []string `json:",omitempty"`
+	Err   string   `json:",omitempty"`
 }
 
 // A wireLoad is one answer of the parent's Loader.

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 
+	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -140,6 +141,8 @@ func (s *server) serve() error {
 			return nil
 		case err != nil:
 			return err
+		case kind == frameScan:
+			err = s.scan(body)
 		case kind == frameDefine:
 			err = s.define(body)
 		case kind == frameApply, kind == frameFirst:
@@ -210,6 +213,34 @@ func (s *server) writeError(kind byte, err error) error {
 		return err
 	}
 	return writeFrame(s.out, kind, data)
+}
+
+// scan parses a file and answers done with the modules its load statements name.
+func (s *server) scan(body []byte) error {
+	var src wireSource
+	if err := json.Unmarshal(body, &src); err != nil {
+		return fmt.Errorf("decoding a file to scan: %v", err)
+	}
+	return writeJSONFrame(s.out, frameDone, scanLoads(src.Name, src.Src))
+}
+
+// scanLoads parses a file of the overlay dialect and returns the modules its load statements
+// name, in order. A file that does not parse has none: compiling it reports the error. It
+// also resolves and compiles the file, as the define will, so that a file that takes the
+// worker's memory to compile does so here, where the parent knows which file it is.
+func scanLoads(name string, src []byte) *wireScan {
+	f, err := fileOptions.Parse(name, src, 0)
+	if err != nil {
+		return &wireScan{Err: cutText(err.Error(), maxErrorText)}
+	}
+	var out wireScan
+	for _, stmt := range f.Stmts {
+		if load, ok := stmt.(*syntax.LoadStmt); ok {
+			out.Loads = append(out.Loads, load.ModuleName())
+		}
+	}
+	starlark.FileProgram(f, predeclared.Has) // its errors are the define's to report
+	return &out
 }
 
 // define compiles a script, unless it has, and answers done.

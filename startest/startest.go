@@ -50,6 +50,7 @@ import (
 
 	"github.com/starpod/starpod/builtins"
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/bound"
 )
 
 // Options configures [Run]. The zero value runs every test quietly with the engine's defaults.
@@ -199,7 +200,7 @@ func runFile(file string, w io.Writer, opts *Options) bool {
 		r.fail(errorText(err))
 		return failFile()
 	}
-	src, err := os.ReadFile(file)
+	src, err := bound.ReadFile(file, bound.MaxScript, "test file")
 	if err != nil {
 		return fileError(err)
 	}
@@ -442,7 +443,7 @@ func (r *runner) overlay(file string) (*engine.Overlay, error) {
 	if o, ok := r.overlays[path]; ok {
 		return o, nil
 	}
-	src, err := os.ReadFile(path)
+	src, err := bound.ReadFile(path, bound.MaxScript, "script")
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/bound"
 )
 
 // overlayFlags are the flags of the commands that run overlays.
@@ -143,7 +143,7 @@ func (f *overlayFlags) compileFile(a *app, file string) (*engine.Overlay, error)
 		return nil, err
 	}
 	prestart(opts)
-	src, err := os.ReadFile(file)
+	src, err := bound.ReadFile(file, bound.MaxScript, "script")
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +34,15 @@ func TestScript(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":   exits,
 			"bounded": bounded,
+			"repeat":  repeat,
+			"mkfifo":  mkfifo,
+			"sparse":  sparse,
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "race" {
+				return raceMemoryFactor > 1, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Setup: func(env *testscript.Env) error {
 			// Scripts may use the examples of the repository.
@@ -99,6 +109,52 @@ func bounded(ts *testscript.TestScript, neg bool, args []string) {
 	if peak := usage.Maxrss << 10; peak > maxMemory {
 		ts.Fatalf("peak resident memory %d MiB, want at most %d MiB", peak>>20, maxMemory>>20)
 	}
+}
+
+// repeat writes a file too large for a script's archive: repeat FILE COUNT TEXT [PREFIX
+// [SUFFIX]] writes PREFIX, COUNT times TEXT, and SUFFIX. \n and \t in them are a newline and a
+// tab.
+func repeat(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 || len(args) > 5 {
+		ts.Fatalf("usage: repeat FILE COUNT TEXT [PREFIX [SUFFIX]]")
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil {
+		ts.Fatalf("repeat: bad count: %v", err)
+	}
+	unescape := strings.NewReplacer(`\n`, "\n", `\t`, "\t").Replace
+	var prefix, suffix string
+	if len(args) > 3 {
+		prefix = unescape(args[3])
+	}
+	if len(args) > 4 {
+		suffix = unescape(args[4])
+	}
+	data := prefix + strings.Repeat(unescape(args[2]), n) + suffix
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(data), 0o644))
+}
+
+// mkfifo makes a named pipe: mkfifo FILE.
+func mkfifo(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: mkfifo FILE")
+	}
+	ts.Check(syscall.Mkfifo(ts.MkAbs(args[0]), 0o644))
+}
+
+// sparse makes a sparse file of SIZE bytes, which takes no disk: sparse FILE SIZE.
+func sparse(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: sparse FILE SIZE")
+	}
+	q, err := resource.ParseQuantity(args[1])
+	if err != nil {
+		ts.Fatalf("sparse: bad size: %v", err)
+	}
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	ts.Check(f.Truncate(q.Value()))
+	ts.Check(f.Close())
 }
 
 // runExits runs the command args with the script's environment in its work directory,
