@@ -95,7 +95,7 @@ func append_(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if len(head) > 1 {
 		head = head[:1]
 	}
-	if err := starlark.UnpackArgs(b.Name(), head, kwargs, "list", &list); err != nil {
+	if err := unpackArgs(b.Name(), head, kwargs, "list", &list); err != nil {
 		return nil, err
 	}
 	var l *starlark.List
@@ -119,7 +119,9 @@ var appendDocs = []Doc{{
 	Name:    "append",
 	Params:  "(list, *items)",
 	Summary: "Appends items to list (None counts as []) and returns the same list.",
-	Notes:   "It extends a list that may be missing in one line, and fails on a frozen list.",
+	Notes: "It extends a list that may be missing in one line, and fails on a frozen list. It appends whatever " +
+		"the list holds, so an overlay that runs twice appends twice: to add an item only once, use `merge`, " +
+		"`set_env`, `add_toleration` or `add_volume`.",
 	Example: `pod = {"spec": {}}
 pod["spec"]["tolerations"] = append(pod["spec"].get("tolerations"), {"key": "gpu", "operator": "Exists"})
 pod`,

@@ -40,17 +40,18 @@ var podSchema = func() strategicpatch.PatchMetaFromStruct {
 // Dicts merge key by key, and a None in the patch deletes the key. A dict and a list at the
 // same place are an error; any other pair of differing values is replaced by the patch's.
 // Lists merge by mode: "replace" takes the patch's list, "append" concatenates, and "merge"
-// matches dict items by a key field, merges the matched ones and appends the rest. The key
-// field of a list is, in order: keys[path]; the Kubernetes patch merge key of the field when
-// base is a pod; keys[""]; "name" for a list the Pod schema does not describe (every list
-// when base is not a pod). A list without a key appends, except a Kubernetes list of scalars
-// with the merge strategy (metadata.finalizers), which appends only the items it lacks.
+// matches dict items by a key field, merges the matched ones and appends the rest, except
+// the items equal to one base already has. The key field of a list is, in order: keys[path];
+// the Kubernetes patch merge key of the field when base is a pod; keys[""]; "name" for a
+// list the Pod schema does not describe (every list when base is not a pod). So in the merge
+// mode, merging a patch into the result of merging it gives that result again: overlays run
+// again (in chains, on admission reinvocation, on re-renders) and must not grow the pod.
 //
 // base counts as a pod when it is a dict whose "kind" is "Pod", or that has no "kind" and has
 // a "spec" or "metadata" key.
 func merge(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var base, patchV, lists, keys starlark.Value = nil, nil, starlark.String(modeMerge), starlark.None
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "base", &base, "patch", &patchV, "lists?", &lists, "keys?", &keys); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "base", &base, "patch", &patchV, "lists?", &lists, "keys?", &keys); err != nil {
 		return nil, err
 	}
 	m := &merger{patching: make(map[starlark.Value]bool), copying: make(map[starlark.Value]bool)}
@@ -429,26 +430,18 @@ func (m *merger) list(base, patch *starlark.List, p *field.Path, dotted string, 
 		items = append(items, base.Index(i))
 		fresh = append(fresh, false)
 	}
-	key, set := "", false
+	key := ""
 	if mode == modeMerge {
-		key, set = m.key(dotted, meta)
+		key = m.key(dotted, meta)
 	}
 	for j := range patch.Len() {
 		pv := patch.Index(j)
 		i := -1
-		switch {
-		case key != "":
+		if key != "" {
 			i = find(items, key, pv)
-		case set:
-			for k, v := range items {
-				if eq, err := starlark.Equal(v, pv); err == nil && eq {
-					i = k
-					break
-				}
-			}
-			if i >= 0 {
-				continue // already present
-			}
+		}
+		if i < 0 && mode == modeMerge && hasItem(base, pv) {
+			continue // already there: merging again changes nothing
 		}
 		if i < 0 {
 			v, err := m.copy(pv, p.Index(len(items)))
@@ -477,29 +470,37 @@ func (m *merger) list(base, patch *starlark.List, p *field.Path, dotted string, 
 	return starlark.NewList(items), nil
 }
 
-// key returns the item field that the list at dotted path matches on, or "" if none; set
-// reports a Kubernetes list of scalars with the merge strategy, which merges as a set.
-func (m *merger) key(dotted string, meta *strategicpatch.PatchMeta) (key string, set bool) {
+// key returns the item field that the list at dotted path matches on, or "" if none.
+func (m *merger) key(dotted string, meta *strategicpatch.PatchMeta) string {
 	if k, ok := m.keys[dotted]; ok {
-		return k, false
+		return k
 	}
 	if meta != nil {
 		if k := meta.GetPatchMergeKey(); k != "" {
-			return k, false
-		}
-		for _, s := range meta.GetPatchStrategies() {
-			if s == "merge" && m.defaultKey == "" {
-				return "", true
-			}
+			return k
 		}
 	}
 	if m.defaultKey != "" {
-		return m.defaultKey, false
+		return m.defaultKey
 	}
 	if meta == nil {
-		return "name", false // no schema
+		return "name" // no schema
 	}
-	return "", false
+	return ""
+}
+
+// maxCompareDepth bounds the depth of the list items merge compares; deeper ones are not
+// equal. (starlark.Equal stops at 10, less than some pod fields are deep.)
+const maxCompareDepth = 64
+
+// hasItem reports whether an item of list equals x.
+func hasItem(list *starlark.List, x starlark.Value) bool {
+	for i := range list.Len() {
+		if eq, err := starlark.EqualDepth(list.Index(i), x, maxCompareDepth); err == nil && eq {
+			return true
+		}
+	}
+	return false
 }
 
 // find returns the index of the first dict in items whose field key equals that of the dict
@@ -623,12 +624,15 @@ var mergeDocs = []Doc{{
 	Summary: "Returns a new deep merge of patch into base.",
 	Notes: "Dicts merge key by key, and a None in patch deletes the key; a dict against a list is an error, " +
 		"any other value is replaced. Lists merge by mode: `\"replace\"` takes patch's list, `\"append\"` " +
-		"concatenates, and `\"merge\"` (the default) merges the dict items that have the same key field, in " +
-		"place, and appends the rest. The key field of a list is `keys[path]`; else, when base is a pod (a dict whose kind " +
+		"concatenates whatever the lists hold, and `\"merge\"` (the default) merges the dict items that have the same key field, in " +
+		"place, and appends the rest, except the items equal to one that base's list already has: merging a patch " +
+		"twice gives the same value as merging it once, so an overlay that runs again (in a chain, on admission " +
+		"reinvocation, on a re-render) does not grow the pod (`drop: [\"ALL\"]` stays one `\"ALL\"`). The key field of a list is `keys[path]`; else, when base is a pod (a dict whose kind " +
 		"is Pod, or that has spec or metadata and no kind), the Kubernetes patch merge key of the field " +
 		"(containers, env, volumes by name, volumeMounts by mountPath, ports by containerPort, ...); else " +
 		"`keys[\"\"]`; else `\"name\"` for a list the Pod schema does not describe. Pod lists without a merge key " +
-		"(tolerations, args) append, except metadata.finalizers, which gains only the items it lacks. " +
+		"(tolerations, args, capabilities) gain the patch's items they lack; where repeats matter (args), " +
+		"name the list in `lists` with `\"append\"` or `\"replace\"`. " +
 		"`lists` may be a dict from field path to mode, and `keys` a dict from field " +
 		"path to key field: `lists={\"spec.tolerations\": \"replace\", \"\": \"merge\"}`, " +
 		"`keys={\"spec.tolerations\": \"key\"}`. Field paths are dotted, without indexes (`spec.containers.env`), " +

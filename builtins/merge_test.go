@@ -3,6 +3,7 @@ package builtins_test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -86,5 +87,48 @@ func TestMergeAgreesWithStrategicMerge(t *testing.T) {
 				t.Errorf("merge or strategic_merge changed the pod")
 			}
 		})
+	}
+}
+
+// TestMergeIdempotent checks the property that overlays rely on when they run again: for any
+// two pods a and b, merging b into merge(a, b) gives merge(a, b). The pods are those of every
+// example (input and expected output) and the shared training pod, each also as a plain dict
+// (not a pod, so every list merges by "name"), and each also with every list doubled.
+func TestMergeIdempotent(t *testing.T) {
+	files, err := filepath.Glob("../examples/*/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../testdata/pods/training.yaml")
+	var values []starlark.Value
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pod corev1.Pod
+		if yaml.Unmarshal(data, &pod) != nil || pod.Kind != "Pod" {
+			continue // an app, a job or an env
+		}
+		v, err := convert.ToStarlark(&pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		values = append(values, v, call(t, "merge", v, v, starlark.String("append")), starlark.NewDict(0))
+		plain := starlark.NewDict(1)
+		plain.SetKey(starlark.String("doc"), v)
+		values = append(values, plain)
+	}
+	if len(values) < 20 {
+		t.Fatalf("found %d pods, want at least 20", len(values))
+	}
+	for i, a := range values {
+		for j, b := range values {
+			once := call(t, "merge", a, b)
+			twice := call(t, "merge", once, b)
+			if eq, err := starlark.EqualDepth(once, twice, 100); err != nil || !eq {
+				t.Fatalf("values %d and %d: merging twice differs from merging once:\nonce:  %s\ntwice: %s", i, j, once, twice)
+			}
+		}
 	}
 }

@@ -30,7 +30,7 @@ var patchOps = []string{"add", "remove", "replace", "move", "copy", "test"}
 func patch(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var value starlark.Value
 	var ops *starlark.List
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "value", &value, "ops", &ops); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "value", &value, "ops", &ops); err != nil {
 		return nil, err
 	}
 	switch value.(type) {
@@ -138,7 +138,7 @@ func quoteList(list []string) string {
 // $setElementOrder). The result is new, with dict keys sorted.
 func strategicMerge(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var pod, patchV *starlark.Dict
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "pod", &pod, "patch", &patchV); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "pod", &pod, "patch", &patchV); err != nil {
 		return nil, err
 	}
 	original, err := toGo(pod, "pod")

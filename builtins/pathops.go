@@ -19,7 +19,7 @@ import (
 func get(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var value, dflt starlark.Value = nil, starlark.None
 	var text string
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "value", &value, "path", &text, "default?", &dflt); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "value", &value, "path", &text, "default?", &dflt); err != nil {
 		return nil, err
 	}
 	steps, err := parsePath(text)
@@ -156,7 +156,7 @@ func childPath(p *field.Path, name string) *field.Path {
 func put(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var value, v starlark.Value
 	var text string
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "value", &value, "path", &text, "v", &v); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "value", &value, "path", &text, "v", &v); err != nil {
 		return nil, err
 	}
 	steps, err := parsePath(text)
@@ -255,7 +255,7 @@ func noItem(p *field.Path, l *starlark.List, s step) error {
 func remove(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var value starlark.Value
 	var text string
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "value", &value, "path", &text); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "value", &value, "path", &text); err != nil {
 		return nil, err
 	}
 	steps, err := parsePath(text)

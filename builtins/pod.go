@@ -107,7 +107,7 @@ func dictOf(kv ...any) *starlark.Dict {
 func containers(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var pod *starlark.Dict
 	var init bool
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "pod", &pod, "init?", &init); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "pod", &pod, "init?", &init); err != nil {
 		return nil, err
 	}
 	key := "containers"
@@ -130,7 +130,7 @@ func setEnv(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, k
 	var container *starlark.Dict
 	var name string
 	var value starlark.Value
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "container", &container, "name", &name, "value", &value); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "container", &container, "name", &name, "value", &value); err != nil {
 		return nil, err
 	}
 	if name == "" {
@@ -176,7 +176,7 @@ func addToleration(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	var key string
 	operator := "Exists"
 	var value, effect, seconds starlark.Value = starlark.None, starlark.None, starlark.None
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "pod", &pod, "key", &key, "operator?", &operator,
+	if err := unpackArgs(b.Name(), args, kwargs, "pod", &pod, "key", &key, "operator?", &operator,
 		"value?", &value, "effect?", &effect, "toleration_seconds?", &seconds); err != nil {
 		return nil, err
 	}
@@ -252,7 +252,7 @@ func addVolume(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 	var names starlark.Value = starlark.None
 	var readOnly bool
 	var subPath starlark.Value = starlark.None
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "pod", &pod, "volume", &volume, "mount_path", &mountPath,
+	if err := unpackArgs(b.Name(), args, kwargs, "pod", &pod, "volume", &volume, "mount_path", &mountPath,
 		"containers?", &names, "read_only?", &readOnly, "sub_path?", &subPath); err != nil {
 		return nil, err
 	}
@@ -399,7 +399,7 @@ func setMapEntry(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tup
 	var pod *starlark.Dict
 	var key string
 	var value starlark.Value
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "pod", &pod, "key", &key, "value", &value); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "pod", &pod, "key", &key, "value", &value); err != nil {
 		return nil, err
 	}
 	if key == "" {
@@ -435,7 +435,7 @@ func setMapEntry(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tup
 func setResources(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var container *starlark.Dict
 	var requests, limits starlark.Value = starlark.None, starlark.None
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "container", &container, "requests?", &requests, "limits?", &limits); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "container", &container, "requests?", &requests, "limits?", &limits); err != nil {
 		return nil, err
 	}
 	// Check everything before changing anything.

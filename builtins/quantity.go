@@ -83,7 +83,7 @@ func (p *quantityArg) Unpack(v starlark.Value) error {
 // quantityParse implements quantity.parse(q).
 func quantityParse(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var q quantityArg
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "q", &q); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "q", &q); err != nil {
 		return nil, err
 	}
 	return starlark.String(canonical(&q.q)), nil
@@ -92,7 +92,7 @@ func quantityParse(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 // quantityCmp implements quantity.cmp(a, b).
 func quantityCmp(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var x, y quantityArg
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "a", &x, "b", &y); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "a", &x, "b", &y); err != nil {
 		return nil, err
 	}
 	return starlark.MakeInt(x.q.Cmp(y.q)), nil
@@ -103,7 +103,7 @@ func quantityCmp(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 func quantityCompare(holds func(int) bool) func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
 	return func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		var x, y quantityArg
-		if err := starlark.UnpackArgs(b.Name(), args, kwargs, "a", &x, "b", &y); err != nil {
+		if err := unpackArgs(b.Name(), args, kwargs, "a", &x, "b", &y); err != nil {
 			return nil, err
 		}
 		return starlark.Bool(holds(x.q.Cmp(y.q))), nil
@@ -138,7 +138,7 @@ func quantityExtreme(sign int) func(*starlark.Thread, *starlark.Builtin, starlar
 // quantityAdd implements quantity.add(a, b).
 func quantityAdd(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var x, y quantityArg
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "a", &x, "b", &y); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "a", &x, "b", &y); err != nil {
 		return nil, err
 	}
 	x.q.Add(y.q)
@@ -148,7 +148,7 @@ func quantityAdd(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 // quantitySub implements quantity.sub(a, b).
 func quantitySub(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var x, y quantityArg
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "a", &x, "b", &y); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "a", &x, "b", &y); err != nil {
 		return nil, err
 	}
 	x.q.Sub(y.q)
@@ -159,7 +159,7 @@ func quantitySub(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 func quantityMul(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var q quantityArg
 	var n starlark.Value
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "q", &q, "n", &n); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "q", &q, "n", &n); err != nil {
 		return nil, err
 	}
 	r, err := inUnit(&q.q, "")
@@ -259,7 +259,7 @@ func quantityFormat(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	var q quantityArg
 	var unit string
 	var precision starlark.Value = starlark.None
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "q", &q, "unit", &unit, "precision?", &precision); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "q", &q, "unit", &unit, "precision?", &precision); err != nil {
 		return nil, err
 	}
 	r, err := inUnit(&q.q, unit)
@@ -319,7 +319,7 @@ func exactString(r *big.Rat) string {
 func quantityValue(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var q quantityArg
 	var unit string
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "q", &q, "unit?", &unit); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "q", &q, "unit?", &unit); err != nil {
 		return nil, err
 	}
 	r, err := inUnit(&q.q, unit)

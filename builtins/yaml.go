@@ -27,7 +27,7 @@ var YAML = &starlarkstruct.Module{
 // yamlEncode implements yaml.encode(x).
 func yamlEncode(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var x starlark.Value
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "x", &x); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "x", &x); err != nil {
 		return nil, err
 	}
 	data, err := marshal(x, "x")
@@ -45,7 +45,7 @@ func yamlEncode(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 // yamlDecode implements yaml.decode(s).
 func yamlDecode(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var s string
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "s", &s); err != nil {
+	if err := unpackArgs(b.Name(), args, kwargs, "s", &s); err != nil {
 		return nil, err
 	}
 	data, err := yaml.YAMLToJSONStrict([]byte(s))

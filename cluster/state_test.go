@@ -2,16 +2,11 @@ package cluster
 
 import (
 	"bytes"
-	"context"
-	"errors"
-	"net"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
 
@@ -236,25 +231,6 @@ func TestStatusEqual(t *testing.T) {
 	} {
 		if a.equal(b) {
 			t.Errorf("%v equals %v", a, b)
-		}
-	}
-}
-
-func TestTransient(t *testing.T) {
-	gr := schema.GroupResource{Group: "batch.volcano.sh", Resource: "jobs"}
-	for _, test := range []struct {
-		err  error
-		want bool
-	}{
-		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
-		{apierrors.NewServiceUnavailable("busy"), true},
-		{apierrors.NewTooManyRequests("slow down", 1), true},
-		{apierrors.NewNotFound(gr, "j"), false},
-		{apierrors.NewForbidden(gr, "j", errors.New("no")), false},
-		{context.Canceled, false},
-	} {
-		if got := transient(test.err); got != test.want {
-			t.Errorf("transient(%v) = %t, want %t", test.err, got, test.want)
 		}
 	}
 }

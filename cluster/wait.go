@@ -8,14 +8,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/klog/v2"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
 
@@ -31,120 +35,128 @@ func (c *Client) Wait(ctx context.Context, h Handle, onChange func(Status)) (Sta
 	if err != nil {
 		return Status{}, err
 	}
-	uid := job.UID
 	last := StateOf(job)
 	if onChange != nil {
 		onChange(last)
 	}
-	if last.State.Final() {
-		return last, nil
-	}
-
-	sel := fields.OneTermEqualSelector("metadata.name", h.AppID).String()
-	rv := job.ResourceVersion
-	retries := 0
-	for {
-		w, err := c.watchJobs(ctx, ns, metav1.ListOptions{
-			FieldSelector:       sel,
-			ResourceVersion:     rv,
-			AllowWatchBookmarks: true,
-		})
+	for !last.State.Final() {
+		err := c.follow(ctx, ns, job, &last, onChange)
+		if err == nil {
+			break
+		}
+		if !apierrors.IsGone(err) && !apierrors.IsResourceExpired(err) {
+			return last, c.errorf(ns, "watch", err, "job %q", h.AppID)
+		}
+		// The watch fell too far behind: read the job afresh and watch from there.
+		now, err := c.Get(ctx, h)
 		if err != nil {
-			if retries < len(watchBackoff) && transient(err) {
-				select {
-				case <-time.After(watchBackoff[retries]):
-					retries++
-					continue
-				case <-ctx.Done():
-				}
-			}
-			return last, c.errorf(ns, "watch", err, "job %q", h.AppID)
+			return last, err
 		}
-		retries = 0
-		done, gone, err := c.follow(ctx, w, uid, &rv, &last, onChange)
-		w.Stop()
-		switch {
-		case err != nil:
-			return last, c.errorf(ns, "watch", err, "job %q", h.AppID)
-		case done:
-			return last, nil
-		case gone:
-			// The watch fell too far behind: read the job afresh and watch from there.
-			job, err := c.Get(ctx, h)
-			if err != nil {
-				return last, err
-			}
-			if job.UID != uid {
-				return last, c.errorf(ns, "watch", errDeleted, "job %q", h.AppID)
-			}
-			rv = job.ResourceVersion
-			if done := c.observe(job, &last, onChange); done {
-				return last, nil
-			}
+		if now.UID != job.UID {
+			return last, c.errorf(ns, "watch", errDeleted, "job %q", h.AppID)
 		}
-		// Otherwise the server closed the watch, as it does from time to time: resume it.
+		job = now
+		c.observe(job, &last, onChange)
 	}
-}
-
-// watchBackoff is how long Wait waits before each retry of a watch it could not start.
-var watchBackoff = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}
-
-// transient reports whether err may go away if the request is repeated: a lost connection,
-// or the API server saying it is busy.
-func transient(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
-	}
-	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
+	return last, nil
 }
 
 // errDeleted reports that a job being waited for was deleted (and perhaps another created
 // under the same name).
 var errDeleted = errors.New("the job was deleted")
 
-// follow reads the events of w until the job reaches a final state (done), the watch ends
-// (all false), the server says the resource version is gone (gone), or an error. It keeps rv
-// at the last resource version seen.
-func (c *Client) follow(ctx context.Context, w watch.Interface, uid types.UID, rv *string, last *Status, onChange func(Status)) (done, gone bool, err error) {
-	for {
-		var ev watch.Event
-		var ok bool
-		select {
-		case <-ctx.Done():
-			return false, false, ctx.Err()
-		case ev, ok = <-w.ResultChan():
+// follow watches job from its resource version, keeping last and calling onChange as Wait
+// does, until the job reaches a final state (nil), the server no longer has the resource
+// version (an error for which errors.IsGone or IsResourceExpired of k8s.io/apimachinery
+// holds), or another error.
+//
+// client-go's RetryWatcher resumes the watches that the server closes, from the last
+// resource version seen (bookmarks included). It would also retry a watch that cannot start
+// for ever, each second: startWatch retries it with watchBackoff instead, and when that
+// fails, ends the RetryWatcher with the error as its context's cause.
+func (c *Client) follow(parent context.Context, ns string, job *vcbatch.Job, last *Status, onChange func(Status)) error {
+	ctx, stop := context.WithCancelCause(parent)
+	defer stop(nil)
+	sel := fields.OneTermEqualSelector("metadata.name", job.Name).String()
+	logger := klog.FromContext(ctx)
+	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		opts.FieldSelector = sel
+		w, err := c.startWatch(klog.NewContext(ctx, logger), ns, opts)
+		if err != nil {
+			stop(err)
 		}
-		if !ok {
-			return false, false, nil
-		}
+		return w, err
+	}}
+	// The RetryWatcher's logs only repeat, on stderr, the errors Wait returns: it gets a
+	// logger that discards them (the zero Logger); the requests keep the caller's.
+	rw, err := watchtools.NewRetryWatcherWithContext(klog.NewContext(ctx, klog.Logger{}), job.ResourceVersion, lw)
+	if err != nil {
+		return err
+	}
+	defer func() { rw.Stop(); <-rw.Done() }()
+	_, err = watchtools.UntilWithoutRetry(ctx, rw, func(ev watch.Event) (bool, error) {
 		switch ev.Type {
 		case watch.Error:
-			err := apierrors.FromObject(ev.Object)
-			if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
-				return false, true, nil
-			}
-			return false, false, err
+			return false, apierrors.FromObject(ev.Object)
 		case watch.Deleted:
-			return false, false, errDeleted
-		case watch.Bookmark, watch.Added, watch.Modified:
-			job, ok := ev.Object.(*vcbatch.Job)
-			if !ok {
-				return false, false, fmt.Errorf("watch: got %T, want a Volcano Job", ev.Object)
-			}
-			*rv = job.ResourceVersion
-			if ev.Type == watch.Bookmark {
-				continue
-			}
-			if job.UID != uid {
-				return false, false, errDeleted
-			}
-			if c.observe(job, last, onChange) {
-				return true, false, nil
-			}
+			return false, errDeleted
 		}
+		now, ok := ev.Object.(*vcbatch.Job)
+		if !ok {
+			return false, fmt.Errorf("got %T, want a Volcano Job", ev.Object)
+		}
+		if now.UID != job.UID {
+			return false, errDeleted
+		}
+		return c.observe(now, last, onChange), nil
+	})
+	// If the caller's ctx ended, or startWatch gave up, UntilWithoutRetry says only that it
+	// was interrupted.
+	switch {
+	case err == nil:
+		return nil
+	case parent.Err() != nil:
+		return parent.Err()
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
 	}
+	return err
+}
+
+// watchBackoff is how startWatch retries a watch that could not start: 6 tries, the
+// last 31 seconds after the first.
+var watchBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Steps: 6}
+
+// startWatch starts a watch of the jobs of namespace ns that opts select. It retries, as
+// watchBackoff says, while the connection is lost or the API server is busy or failing,
+// and returns the error of the last try.
+func (c *Client) startWatch(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
+	var w watch.Interface
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, watchBackoff, func(ctx context.Context) (bool, error) {
+		w, last = c.watchJobs(ctx, ns, opts)
+		if last != nil && !retriable(last) {
+			return false, last
+		}
+		return last == nil, nil
+	})
+	if err != nil && ctx.Err() == nil && wait.Interrupted(err) {
+		err = last // the tries ran out
+	}
+	return w, err
+}
+
+// retriable reports whether a request that failed with err may succeed if made again: the
+// connection was lost (err is no API status), or the API server was busy (429) or failing
+// (5xx), as client-go's REST client judges the responses it retries. Other statuses, such as
+// forbidden or gone, are its final answer.
+func retriable(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	code := status.Status().Code
+	return code == http.StatusTooManyRequests || code >= http.StatusInternalServerError
 }
 
 // observe records the status of job in last, calls onChange if it changed, and reports

@@ -47,7 +47,7 @@ func benchOverlay(b *testing.B) []byte {
 // BenchmarkApply applies the GPU overlay, compiled once, to the training pod.
 func BenchmarkApply(b *testing.B) {
 	pod := benchPod(b)
-	o, err := engine.Compile("overlay.star", benchOverlay(b), nil)
+	o, err := engine.Compile(context.Background(), "overlay.star", benchOverlay(b), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func BenchmarkApply(b *testing.B) {
 // BenchmarkApplyParallel is BenchmarkApply from every CPU at once, with one compiled overlay.
 func BenchmarkApplyParallel(b *testing.B) {
 	pod := benchPod(b)
-	o, err := engine.Compile("overlay.star", benchOverlay(b), nil)
+	o, err := engine.Compile(context.Background(), "overlay.star", benchOverlay(b), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func BenchmarkCompile(b *testing.B) {
 	src := benchOverlay(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := engine.Compile("overlay.star", src, nil); err != nil {
+		if _, err := engine.Compile(context.Background(), "overlay.star", src, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -136,7 +136,7 @@ func BenchmarkCompile(b *testing.B) {
 // whose load changes during the run.
 func BenchmarkApplyVsJSON(b *testing.B) {
 	pod := benchPod(b)
-	o, err := engine.Compile("overlay.star", benchOverlay(b), nil)
+	o, err := engine.Compile(context.Background(), "overlay.star", benchOverlay(b), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

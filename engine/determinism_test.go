@@ -48,7 +48,7 @@ func loadExamples() ([]exampleCase, error) {
 	}
 	var cases []exampleCase
 	for _, e := range examples {
-		o, err := e.Compile(engine.Options{})
+		o, err := e.Compile(context.Background(), engine.Options{})
 		if err != nil {
 			return nil, err
 		}

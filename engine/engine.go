@@ -26,6 +26,10 @@
 // in-process overlays are not bounded in memory. With [WorkerProcess] isolation overlays
 // compile and apply in worker processes that limit their own memory (see [Isolation],
 // [WorkerPool] and [ServeWorkerIfRequested]); a script that exhausts it gets a *LimitError.
+// An Overlay applies through one runner, in process or in workers, so that Apply, ApplyBatch
+// and ApplyEach are each written once; the worker processes themselves (pool, readiness,
+// limits, why one died) are package internal/sandbox's, and this package speaks its protocol
+// to them (proto.go, serve.go, remote.go).
 //
 // Every failure is an [*Error]: it names the overlay, the script position, the Starlark
 // backtrace where there is one, and for an invalid result the pod field path of each problem.
@@ -134,13 +138,18 @@ var predeclared = func() starlark.StringDict {
 	return d
 }()
 
-// Env is what an overlay sees as its ctx parameter. The zero value gives empty values.
+// Env is what an overlay sees as its ctx parameter. A pod that a scheduler builds is replica
+// ReplicaID of the NumReplicas of its role, and Scheduler names the scheduler. Outside a
+// scheduler (Scheduler is empty) the pod is no replica, and ctx.replica_id and
+// ctx.num_replicas are None, whatever ReplicaID and NumReplicas hold: replica 0 is never
+// mistaken for "no replica". The zero value is the ctx of an overlay run outside a scheduler:
+// empty strings, None and no args.
 type Env struct {
 	AppID       string            // ctx.app_id
 	Role        string            // ctx.role
-	ReplicaID   int               // ctx.replica_id
-	NumReplicas int               // ctx.num_replicas
-	Scheduler   string            // ctx.scheduler, e.g. "kubernetes"
+	ReplicaID   int               // ctx.replica_id, when Scheduler is set
+	NumReplicas int               // ctx.num_replicas, when Scheduler is set
+	Scheduler   string            // ctx.scheduler, e.g. "kubernetes"; empty outside a scheduler
 	Args        map[string]string // ctx.args, from --overlay-arg KEY=VALUE
 }
 
@@ -158,11 +167,15 @@ func (env *Env) value() starlark.Value {
 	for _, k := range keys {
 		args.SetKey(starlark.String(k), starlark.String(env.Args[k]))
 	}
+	var replica, replicas starlark.Value = starlark.None, starlark.None
+	if env.Scheduler != "" {
+		replica, replicas = starlark.MakeInt(env.ReplicaID), starlark.MakeInt(env.NumReplicas)
+	}
 	s := starlarkstruct.FromStringDict(starlark.String("ctx"), starlark.StringDict{
 		"app_id":       starlark.String(env.AppID),
 		"role":         starlark.String(env.Role),
-		"replica_id":   starlark.MakeInt(env.ReplicaID),
-		"num_replicas": starlark.MakeInt(env.NumReplicas),
+		"replica_id":   replica,
+		"num_replicas": replicas,
 		"scheduler":    starlark.String(env.Scheduler),
 		"args":         args,
 	})
@@ -179,7 +192,33 @@ type Overlay struct {
 	takes   int             // 1 for overlay(pod), 2 for overlay(pod, ctx)
 	pos     syntax.Position // where overlay is defined
 	opts    Options
-	remote  *remote // set for WorkerProcess isolation
+	run     runner // in this process, or in workers
+}
+
+// A runner applies a compiled overlay to pods: with envs[i] as the ctx of pods[i] when envs is
+// not nil, and env for every pod otherwise. It returns a result and an error for each pod; with
+// first set, it stops at the first pod that fails and gives the pods after it neither.
+type runner interface {
+	apply(ctx context.Context, pods []*corev1.Pod, env *Env, envs []*Env, first bool) ([]*corev1.Pod, []error)
+}
+
+// local runs an overlay in this process.
+type local struct{ o *Overlay }
+
+func (l local) apply(ctx context.Context, pods []*corev1.Pod, env *Env, envs []*Env, first bool) ([]*corev1.Pod, []error) {
+	out := make([]*corev1.Pod, len(pods))
+	errs := make([]error, len(pods))
+	for i, pod := range pods {
+		e := env
+		if envs != nil {
+			e = envs[i]
+		}
+		out[i], errs[i] = l.o.applyLocal(ctx, pod, e)
+		if errs[i] != nil && first {
+			break
+		}
+	}
+	return out, errs
 }
 
 // Name returns the name the overlay was compiled with, usually its file name.
@@ -189,17 +228,21 @@ func (o *Overlay) Name() string { return o.name }
 // It checks the syntax, resolves every name, loads the modules the script loads (each once,
 // frozen), runs the top level once and checks that it defines overlay(pod) or
 // overlay(pod, ctx). It returns an *Error.
-func Compile(name string, src []byte, opts *Options) (*Overlay, error) {
+func Compile(ctx context.Context, name string, src []byte, opts *Options) (*Overlay, error) {
 	if opts == nil {
 		opts = &Options{}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Overlay: name, Err: err}
 	}
 	if int64(len(src)) > bound.MaxScript {
 		return nil, &Error{Overlay: name, Err: &bound.SizeError{Name: name, What: "script", Limit: bound.MaxScript}}
 	}
 	if opts.Isolation == WorkerProcess {
-		return compileWorker(name, src, opts)
+		return compileWorker(ctx, name, src, opts)
 	}
 	o := &Overlay{name: name, opts: *opts}
+	o.run = local{o}
 	file, prog, err := compileFile(name, src, predeclared)
 	if err != nil {
 		return nil, &Error{Overlay: name, Err: err}
@@ -209,7 +252,7 @@ func Compile(name string, src []byte, opts *Options) (*Overlay, error) {
 	b := o.newBudget()
 	o.modules = NewLinker(opts.Loader, &LinkOptions{})
 	o.modules.thread = func(string) (*starlark.Thread, func() *LimitError) {
-		return o.newThreadWithin(context.Background(), b)
+		return o.newThreadWithin(ctx, b)
 	}
 	if err := o.modules.Link(name, prog); err != nil {
 		return nil, err
@@ -217,7 +260,7 @@ func Compile(name string, src []byte, opts *Options) (*Overlay, error) {
 
 	// Run the top level once to find the overlay function; each apply runs it again on a
 	// fresh thread, so nothing one apply does is seen by the next.
-	thread, stop := o.newThreadWithin(context.Background(), b)
+	thread, stop := o.newThreadWithin(ctx, b)
 	globals, err := prog.Init(thread, predeclared)
 	lim := stop()
 	if err != nil {
@@ -242,25 +285,36 @@ func Compile(name string, src []byte, opts *Options) (*Overlay, error) {
 	return o, nil
 }
 
-// compileProgram parses and resolves one file of the overlay dialect.
-func compileProgram(name string, src []byte) (*starlark.Program, error) {
-	_, prog, err := compileFile(name, src, predeclared)
-	return prog, err
+// CompileProgram parses and resolves src, the Starlark file named name, in the overlay dialect,
+// with the names of predecl predeclared besides the universe, as [Compile] does each file of an
+// overlay; to compile test files or other Starlark files that see more names. Its errors are
+// those of Compile, an *Error: every resolve error, one a line, and Python habits named with
+// what Starlark offers instead.
+func CompileProgram(name string, src []byte, predecl starlark.StringDict) (*starlark.Program, error) {
+	if int64(len(src)) > bound.MaxScript {
+		return nil, &Error{Overlay: name, Err: &bound.SizeError{Name: name, What: "script", Limit: bound.MaxScript}}
+	}
+	_, prog, err := compileFile(name, src, predecl)
+	if err != nil {
+		return nil, &Error{Overlay: name, Err: err}
+	}
+	return prog, nil
 }
 
 // compileFile parses and resolves one file of the overlay dialect, whose predeclared names
-// are those of predecl, and returns its syntax tree too.
+// are those of predecl, and returns its syntax tree too. A syntax error is a syntax.Error and
+// resolve errors are a resolveErrors, each worded by explainSyntax and explainResolve.
 func compileFile(name string, src []byte, predecl starlark.StringDict) (*syntax.File, *starlark.Program, error) {
 	file, prog, err := starlark.SourceProgramOptions(fileOptions, name, src, predecl.Has)
 	if err != nil {
 		var list resolve.ErrorList
 		if errors.As(err, &list) {
-			return nil, nil, resolveErrors(list)
+			return nil, nil, resolveErrors(explainResolve(file, list, predecl))
 		}
 		var serr syntax.Error
 		if errors.As(err, &serr) {
 			serr.Msg = excerpt(serr.Msg)
-			return nil, nil, serr
+			return nil, nil, explainSyntax(serr, src)
 		}
 		return nil, nil, err
 	}
@@ -337,7 +391,8 @@ func article(typ string) string {
 	return "a"
 }
 
-// resolveErrors reports every resolve error, one a line, each with its position.
+// resolveErrors reports every resolve error, one a line, each with its position. Their
+// messages are short (see explainResolve).
 type resolveErrors resolve.ErrorList
 
 func (e resolveErrors) Error() string {
@@ -350,7 +405,7 @@ func (e resolveErrors) Error() string {
 			fmt.Fprintf(&b, "%s: and %d more errors", err.Pos.Filename(), len(e)-i)
 			break
 		}
-		b.WriteString(err.Pos.String() + ": " + excerpt(err.Msg))
+		b.WriteString(err.Pos.String() + ": " + err.Msg)
 	}
 	return b.String()
 }
@@ -427,7 +482,7 @@ func (o *Overlay) newThreadWithin(ctx context.Context, b *budget) (*starlark.Thr
 	var hit atomic.Pointer[LimitError]
 	timeout := o.opts.timeout()
 	timer := time.AfterFunc(time.Until(b.deadline), func() {
-		hit.CompareAndSwap(nil, &LimitError{Limit: "time", Value: timeout.String()})
+		hit.CompareAndSwap(nil, &LimitError{Limit: LimitTime, Value: timeout.String()})
 		thread.Cancel("time limit exceeded")
 	})
 	stopCtx := noStop
@@ -443,7 +498,7 @@ func (o *Overlay) newThreadWithin(ctx context.Context, b *budget) (*starlark.Thr
 			return lim
 		}
 		if b.steps == 0 {
-			return &LimitError{Limit: "steps", Value: fmt.Sprint(maxSteps)}
+			return &LimitError{Limit: LimitSteps, Value: fmt.Sprint(maxSteps)}
 		}
 		return nil
 	}
@@ -457,12 +512,42 @@ func (o *Overlay) load(thread *starlark.Thread, module string) (starlark.StringD
 }
 
 // Apply runs the overlay on pod and returns the resulting pod; pod itself is not changed.
-// env is what the script sees as ctx (nil gives empty values). It returns an *Error.
+// env is what the script sees as ctx (nil is the ctx outside a scheduler: empty strings, and
+// None for the replica). It returns an *Error.
 func (o *Overlay) Apply(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1.Pod, error) {
-	if o.remote != nil {
-		pods, errs := o.applyWorker(ctx, []*corev1.Pod{pod}, env, nil, true)
-		return pods[0], errs[0]
+	pods, errs := o.run.apply(ctx, []*corev1.Pod{pod}, env, nil, true)
+	return pods[0], errs[0]
+}
+
+// ApplyBatch applies the overlay to each of pods, as Apply does, with env as the ctx of every
+// pod, and returns the results in order. It stops at the first pod that fails and returns the
+// results of the pods before it and that pod's *Error: len(out) is the index of the pod that
+// failed. With [WorkerProcess] isolation all pods go to one worker in one round trip.
+func (o *Overlay) ApplyBatch(ctx context.Context, pods []*corev1.Pod, env *Env) ([]*corev1.Pod, error) {
+	out, errs := o.run.apply(ctx, pods, env, nil, true)
+	for i, err := range errs {
+		if err != nil {
+			return out[:i], err
+		}
 	}
+	return out, nil
+}
+
+// ApplyEach applies the overlay to each of pods, as Apply does, with envs[i] as the ctx of
+// pods[i]; nil envs gives every pod a nil env, and otherwise envs must be as long as pods. It
+// returns a result and an error for each pod: the resulting pod and a nil error, or a nil pod
+// and the *Error that Apply would have returned. With [WorkerProcess] isolation all pods go
+// to one worker in one round trip; a pod that kills its worker (by a memory or time limit)
+// gets that *Error, wrapping a *LimitError, and the pods after it go on in another worker.
+func (o *Overlay) ApplyEach(ctx context.Context, pods []*corev1.Pod, envs []*Env) ([]*corev1.Pod, []error) {
+	if envs != nil && len(envs) != len(pods) {
+		panic(fmt.Sprintf("engine: ApplyEach of %d pods with %d envs", len(pods), len(envs)))
+	}
+	return o.run.apply(ctx, pods, nil, envs, false)
+}
+
+// applyLocal applies the overlay to one pod in this process.
+func (o *Overlay) applyLocal(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1.Pod, error) {
 	in, err := convert.ToStarlark(pod)
 	if err != nil {
 		return nil, &Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %w", err)}
@@ -476,9 +561,6 @@ func (o *Overlay) Apply(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1
 
 // applyValue runs the script on the Starlark value of a pod and returns the value of the new pod.
 func (o *Overlay) applyValue(ctx context.Context, pod starlark.Value, env *Env) (starlark.Value, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Overlay: o.name, Err: err}
 	}
@@ -519,7 +601,7 @@ func (o *Overlay) decode(v starlark.Value) (*corev1.Pod, error) {
 		var size *convert.SizeError
 		if errors.As(err, &size) {
 			return nil, &Error{Overlay: o.name, Pos: o.pos,
-				Err: &LimitError{Limit: "result size", Value: fmt.Sprintf("%d bytes", size.Limit), Path: size.Path.String()}}
+				Err: &LimitError{Limit: LimitResultSize, Value: fmt.Sprintf("%d bytes", size.Limit), Path: size.Path.String()}}
 		}
 		return nil, &Error{Overlay: o.name, Pos: o.pos, Err: err}
 	}
@@ -553,7 +635,7 @@ func (o *Overlay) evalError(err error, thread *starlark.Thread, lim *LimitError)
 	e := &Error{Overlay: o.name, Err: err}
 	var eval *starlark.EvalError
 	if errors.As(err, &eval) {
-		e.Backtrace = eval.Backtrace()
+		e.Backtrace = backtrace(eval)
 		e.Pos = innermost(eval.CallStack)
 		e.Err = errors.New(eval.Msg)
 		if cause := eval.Unwrap(); cause != nil {
@@ -575,104 +657,4 @@ func innermost(stack starlark.CallStack) syntax.Position {
 		}
 	}
 	return syntax.Position{}
-}
-
-// A Chain applies several overlays in order, each to the pod the one before returned.
-type Chain []*Overlay
-
-// Apply applies every overlay of c in order to pod; an error is the *Error of the first overlay
-// that failed, which names it.
-func (c Chain) Apply(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1.Pod, error) {
-	if len(c) == 0 {
-		return pod.DeepCopy(), nil
-	}
-	for _, o := range c {
-		var err error
-		if pod, err = o.Apply(ctx, pod, env); err != nil {
-			return nil, err
-		}
-	}
-	return pod, nil
-}
-
-// ApplyBatch applies every overlay of c in order to each of pods, as Apply does, with env as
-// the ctx of every pod, and returns the results in order. If a pod fails, it returns the
-// results of the pods before it and the *Error of the first overlay that failed on that pod:
-// len(out) is the index of the pod that failed. That pod is the first in the order of pods
-// that Apply would fail on, as if each pod were applied in turn; the pods after it may have
-// been applied by some overlays. Each overlay gets the pods in one [Overlay.ApplyBatch] call,
-// so with [WorkerProcess] isolation each overlay makes one round trip to a worker.
-func (c Chain) ApplyBatch(ctx context.Context, pods []*corev1.Pod, env *Env) ([]*corev1.Pod, error) {
-	if len(c) == 0 {
-		out := make([]*corev1.Pod, len(pods))
-		for i, pod := range pods {
-			out[i] = pod.DeepCopy()
-		}
-		return out, nil
-	}
-	out := pods
-	var failed error
-	for _, o := range c {
-		if len(out) == 0 {
-			break
-		}
-		// An overlay that fails on a pod stops there, and the overlays after it still
-		// apply to the pods before that pod: one of them may fail first.
-		res, err := o.ApplyBatch(ctx, out, env)
-		if err != nil {
-			failed = err
-		}
-		out = res
-	}
-	return out, failed
-}
-
-// ApplyEach applies every overlay of c in order to each of pods, as Apply does, with envs[i]
-// as the ctx of pods[i] (see [Overlay.ApplyEach]). It returns a result and an error for each
-// pod; a pod's error is the *Error of the first overlay that failed on it, and the overlays
-// after it do not see that pod. Each overlay gets all the pods still going in one call, so
-// with [WorkerProcess] isolation each overlay makes one round trip to a worker.
-func (c Chain) ApplyEach(ctx context.Context, pods []*corev1.Pod, envs []*Env) ([]*corev1.Pod, []error) {
-	if envs != nil && len(envs) != len(pods) {
-		panic(fmt.Sprintf("engine: ApplyEach of %d pods with %d envs", len(pods), len(envs)))
-	}
-	out := make([]*corev1.Pod, len(pods))
-	errs := make([]error, len(pods))
-	if len(c) == 0 {
-		for i, pod := range pods {
-			out[i] = pod.DeepCopy()
-		}
-		return out, errs
-	}
-	cur, curEnvs := pods, envs
-	index := make([]int, len(pods)) // the index in pods of each pod of cur
-	for i := range index {
-		index[i] = i
-	}
-	for _, o := range c {
-		res, es := o.ApplyEach(ctx, cur, curEnvs)
-		next, nextIndex := res[:0], index[:0]
-		var nextEnvs []*Env
-		if curEnvs != nil {
-			nextEnvs = make([]*Env, 0, len(cur))
-		}
-		for j, err := range es {
-			if err != nil {
-				errs[index[j]] = err
-				continue
-			}
-			next, nextIndex = append(next, res[j]), append(nextIndex, index[j])
-			if curEnvs != nil {
-				nextEnvs = append(nextEnvs, curEnvs[j])
-			}
-		}
-		cur, index, curEnvs = next, nextIndex, nextEnvs
-		if len(cur) == 0 {
-			break
-		}
-	}
-	for j, i := range index {
-		out[i] = cur[j]
-	}
-	return out, errs
 }

@@ -18,13 +18,13 @@ def overlay(pod, ctx):
     pod["metadata"]["labels"] = {"replica": str(ctx.replica_id)}
     pod["spec"]["nodeSelector"] = {"pool": "gpu"}
 `
-	overlay, err := engine.Compile("label.star", []byte(src), nil)
+	overlay, err := engine.Compile(context.Background(), "label.star", []byte(src), nil)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "trainer-3"}}
-	got, err := overlay.Apply(context.Background(), pod, &engine.Env{ReplicaID: 3})
+	got, err := overlay.Apply(context.Background(), pod, &engine.Env{ReplicaID: 3, NumReplicas: 4, Scheduler: "kubernetes"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -36,7 +36,7 @@ def overlay(pod, ctx):
 
 // Errors name the overlay, the script position and the pod field path.
 func ExampleError() {
-	overlay, err := engine.Compile("typo.star", []byte(`
+	overlay, err := engine.Compile(context.Background(), "typo.star", []byte(`
 def overlay(pod):
     pod["spec"]["tolerration"] = []
 `), nil)
@@ -57,7 +57,7 @@ def overlay(pod):
 
 // A limit that was hit is a *LimitError.
 func ExampleLimitError() {
-	overlay, _ := engine.Compile("loop.star", []byte(`
+	overlay, _ := engine.Compile(context.Background(), "loop.star", []byte(`
 def overlay(pod):
     for i in range(1 << 40):
         pass
@@ -75,8 +75,8 @@ def overlay(pod):
 
 // A Chain applies overlays in order.
 func ExampleChain() {
-	a, _ := engine.Compile("a.star", []byte("def overlay(pod):\n    pod[\"metadata\"][\"name\"] += \"-a\"\n"), nil)
-	b, _ := engine.Compile("b.star", []byte("def overlay(pod):\n    pod[\"metadata\"][\"name\"] += \"-b\"\n"), nil)
+	a, _ := engine.Compile(context.Background(), "a.star", []byte("def overlay(pod):\n    pod[\"metadata\"][\"name\"] += \"-a\"\n"), nil)
+	b, _ := engine.Compile(context.Background(), "b.star", []byte("def overlay(pod):\n    pod[\"metadata\"][\"name\"] += \"-b\"\n"), nil)
 	got, err := engine.Chain{a, b}.Apply(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, nil)
 	if err != nil {
 		fmt.Println(err)

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/bound"
 )
 
 var updateHostile = flag.Bool("update", false, "rewrite the want lines of testdata/hostile and sandbox_hostile.txtar")
@@ -133,7 +134,7 @@ func TestHostile(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			o, err := engine.Compile(name, src, opts)
+			o, err := engine.Compile(context.Background(), name, src, opts)
 			if err == nil {
 				_, err = o.Apply(context.Background(), pod, &engine.Env{Args: map[string]string{"a": "b"}})
 			}
@@ -159,7 +160,7 @@ func TestHostile(t *testing.T) {
 			switch {
 			case c.limit == "" && errors.As(err, &lim):
 				t.Errorf("got a %s LimitError, want none", lim.Limit)
-			case c.limit != "" && (!errors.As(err, &lim) || !slices.Contains(strings.Split(c.limit, "|"), lim.Limit)):
+			case c.limit != "" && (!errors.As(err, &lim) || !slices.Contains(strings.Split(c.limit, "|"), lim.Limit.String())):
 				t.Errorf("got %v, want a %s LimitError", err, c.limit)
 			}
 			if peak := pool.Stats().PeakRSS; peak > lastPeak {
@@ -215,8 +216,8 @@ cd $EXAMPLES/../testdata/hostile
 			fmt.Fprintf(&b, " (limit: %s)", c.limit)
 		}
 		fmt.Fprintf(&b, "\nbounded 1 %s+%s %s starpod apply --max-memory %s --timeout %s --overlay-script %s -f pod.yaml --overlay-arg a=b\n",
-			hostileTimeout, hostileTimeMargin, engine.FormatSize(hostileMemory+hostileMemoryMargin+hostileCommandStart),
-			engine.FormatSize(hostileMemory), hostileTimeout, c.file)
+			hostileTimeout, hostileTimeMargin, bound.FormatSize(hostileMemory+hostileMemoryMargin+hostileCommandStart),
+			bound.FormatSize(hostileMemory), hostileTimeout, c.file)
 		var alts []string
 		for _, want := range c.wants {
 			alts = append(alts, regexp.QuoteMeta(want))

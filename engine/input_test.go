@@ -4,6 +4,7 @@ package engine_test
 // and modules, parse bombs in workers, and the excerpts that compile errors quote.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -61,7 +62,7 @@ func TestCompileSizeBounds(t *testing.T) {
 					opts = workerOptions(pool)
 					opts.Loader = engine.FSLoader(fsys)
 				}
-				_, err := engine.Compile("overlay.star", []byte(test.src), opts)
+				_, err := engine.Compile(context.Background(), "overlay.star", []byte(test.src), opts)
 				if err == nil || !regexp.MustCompile(test.want).MatchString(err.Error()) {
 					t.Fatalf("got %v, want %s", err, test.want)
 				}
@@ -95,7 +96,7 @@ func TestCompileFileTypes(t *testing.T) {
 				opts.Loader = engine.DirLoader(dir)
 			}
 			src := fmt.Sprintf("load(%q, \"x\")\n%s", module, overlayLoading)
-			_, err := engine.Compile(filepath.Join(dir, "overlay.star"), []byte(src), opts)
+			_, err := engine.Compile(context.Background(), filepath.Join(dir, "overlay.star"), []byte(src), opts)
 			if err == nil || !strings.HasSuffix(err.Error(), want) {
 				t.Errorf("%s (isolation %d): got %v, want an error ending %q", module, iso, err, want)
 			}
@@ -114,16 +115,16 @@ func TestParseBombInWorker(t *testing.T) {
 	fsys := fstest.MapFS{"lib/huge.star": {Data: []byte("X = 1" + strings.Repeat("+1", 500_000) + "\n")}}
 	opts := workerOptions(pool)
 	opts.Loader = engine.FSLoader(fsys)
-	_, err := engine.Compile("overlay.star", []byte("load(\"lib/huge.star\", \"X\")\n"+overlayLoading), opts)
+	_, err := engine.Compile(context.Background(), "overlay.star", []byte("load(\"lib/huge.star\", \"X\")\n"+overlayLoading), opts)
 	var lim *engine.LimitError
-	if !errors.As(err, &lim) || lim.Limit != "memory" {
+	if !errors.As(err, &lim) || lim.Limit != engine.LimitMemory {
 		t.Fatalf("got %v, want a memory LimitError", err)
 	}
 	if want := "overlay.star: parsing lib/huge.star: exceeded the memory limit of 128Mi"; err.Error() != want {
 		t.Errorf("got %q, want %q", err, want)
 	}
 	// The same bomb as the script itself.
-	_, err = engine.Compile("bomb.star", fsys["lib/huge.star"].Data, opts)
+	_, err = engine.Compile(context.Background(), "bomb.star", fsys["lib/huge.star"].Data, opts)
 	if want := "bomb.star: parsing: exceeded the memory limit of 128Mi"; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
@@ -138,7 +139,7 @@ func TestCompileErrorExcerpts(t *testing.T) {
 		fmt.Fprintf(&src, "%s%d\n", secret, i)
 	}
 	fsys := fstest.MapFS{"token": {Data: []byte(src.String())}}
-	_, err := engine.Compile("overlay.star", []byte("load(\"token\", \"x\")\n"+overlayLoading),
+	_, err := engine.Compile(context.Background(), "overlay.star", []byte("load(\"token\", \"x\")\n"+overlayLoading),
 		&engine.Options{Loader: engine.FSLoader(fsys)})
 	if err == nil {
 		t.Fatal("got no error")

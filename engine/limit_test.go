@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/sandbox"
 )
 
 // limitChildEnv makes the test binary, run with -test.run=^TestLimitMemory$, act as a child
@@ -51,11 +52,27 @@ func TestLimitMemory(t *testing.T) {
 		{mode: "fits-unlimited", code: limitChildDone, stdout: `^label yes\n$`, stderr: `^$`},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestLimitMemory$")
+			limit := int64(128 << 20)
+			if c.mode == "small" {
+				limit = 16 << 20
+			}
+			var cmd *exec.Cmd
+			var child *sandbox.Cmd
+			if c.mode == "fits-unlimited" {
+				cmd = exec.Command(os.Args[0], "-test.run=^TestLimitMemory$")
+			} else {
+				child = sandbox.Command(context.Background(), limit, os.Args[0], "-test.run=^TestLimitMemory$")
+				cmd = child.Cmd
+			}
 			cmd.Env = append(os.Environ(), limitChildEnv+"="+c.mode)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
+			var err error
+			if child != nil {
+				err = child.Run()
+			} else {
+				err = cmd.Run()
+			}
 			var exit *exec.ExitError
 			if err != nil && !errors.As(err, &exit) {
 				t.Fatal(err)
@@ -69,8 +86,11 @@ func TestLimitMemory(t *testing.T) {
 			if !ok {
 				t.Errorf("exit code %d, want %s; stderr:\n%s", got, want, firstLines(stderr.String(), 5))
 			}
-			if got := engine.ExceededMemory(cmd.ProcessState, stderr.String(), 128<<20); got != c.exceeded {
-				t.Errorf("ExceededMemory = %v, want %v; stderr:\n%s", got, c.exceeded, firstLines(stderr.String(), 5))
+			if child != nil {
+				f := child.Failure()
+				if got := f != nil && f.Reason == sandbox.Memory; got != c.exceeded {
+					t.Errorf("Failure = %v, want one of memory: %v; stderr:\n%s", f, c.exceeded, firstLines(stderr.String(), 5))
+				}
 			}
 			if !regexp.MustCompile(c.stdout).MatchString(stdout.String()) {
 				t.Errorf("stdout %q, want a match of %q", stdout.String(), c.stdout)
@@ -93,22 +113,15 @@ var sink any
 
 // limitChild is a child of TestLimitMemory. It returns its exit code.
 func limitChild(mode string) int {
-	limit := int64(128 << 20)
-	switch mode {
-	case "small":
-		limit = 16 << 20
-	case "fits-unlimited":
-		limit = 0
-	}
-	if limit > 0 {
-		if err := engine.LimitMemory(limit); err != nil {
+	if sandbox.IsChild() {
+		if err := sandbox.Enter(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return limitChildRefused
 		}
 		fmt.Println("limited")
 	}
 	applyOverlay := func(src string) int {
-		o, err := engine.Compile("overlay.star", []byte(src), nil)
+		o, err := engine.Compile(context.Background(), "overlay.star", []byte(src), nil)
 		if err == nil {
 			var got *corev1.Pod
 			got, err = o.Apply(context.Background(), testPod(), nil)

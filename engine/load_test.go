@@ -133,7 +133,7 @@ func TestLinkerErrors(t *testing.T) {
 	l = engine.NewLinker(engine.FSLoader(linkFixture), nil)
 	_, err = linkTop(t, l, "t/top.star", "load(\"lib/spin.star\", \"f\")", predeclared)
 	var lim *engine.LimitError
-	if !errors.As(err, &lim) || lim.Limit != "steps" {
+	if !errors.As(err, &lim) || lim.Limit != engine.LimitSteps {
 		t.Errorf("got %v, want a *engine.LimitError of steps", err)
 	}
 

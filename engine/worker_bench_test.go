@@ -22,7 +22,7 @@ func benchWorkerOverlay(b *testing.B) (*engine.Overlay, *corev1.Pod, func()) {
 	self, children := cpuTimes()
 	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
 	b.Cleanup(func() { pool.Close() })
-	o, err := engine.Compile("overlay.star", benchOverlay(b), &engine.Options{Isolation: engine.WorkerProcess, Workers: pool})
+	o, err := engine.Compile(context.Background(), "overlay.star", benchOverlay(b), &engine.Options{Isolation: engine.WorkerProcess, Workers: pool})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,11 +21,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/sandbox"
 )
 
 // TestMain lets the test binary serve as its own overlay worker.
 func TestMain(m *testing.M) {
-	if os.Getenv("STARPOD_ENGINE_WORKER") == "1" {
+	if sandbox.IsWorker() {
 		if mode := os.Getenv(brokenWorkerEnv); mode != "" {
 			os.Exit(engine.ServeBrokenWorker(mode, os.Getenv(brokenPidEnv)))
 		}
@@ -73,9 +74,11 @@ func serveWorkerProfiled() int {
 	return 0
 }
 
-// workerOptions returns options for WorkerProcess isolation on pool.
+// workerOptions returns options for WorkerProcess isolation on pool, with a time limit long
+// enough that a memory bomb always meets the memory limit first, even on a busy machine;
+// tests of the time limit set theirs.
 func workerOptions(pool *engine.WorkerPool) *engine.Options {
-	return &engine.Options{Isolation: engine.WorkerProcess, Workers: pool, MaxMemory: 128 << 20}
+	return &engine.Options{Isolation: engine.WorkerProcess, Workers: pool, MaxMemory: 128 << 20, Timeout: 20 * time.Second}
 }
 
 func TestWorkerApply(t *testing.T) {
@@ -151,10 +154,10 @@ func TestWorkerErrors(t *testing.T) {
 		"load(\"lib.star\", \"f\")\ndef overlay(pod):\n    pass\n",
 	} {
 		opts := &engine.Options{MaxSteps: 10000}
-		local, lerr := engine.Compile("overlay.star", []byte(src), opts)
+		local, lerr := engine.Compile(context.Background(), "overlay.star", []byte(src), opts)
 		wopts := workerOptions(pool)
 		wopts.MaxSteps = 10000
-		remote, rerr := engine.Compile("overlay.star", []byte(src), wopts)
+		remote, rerr := engine.Compile(context.Background(), "overlay.star", []byte(src), wopts)
 		if lerr == nil {
 			_, lerr = local.Apply(context.Background(), testPod(), nil)
 		}
@@ -197,7 +200,7 @@ func TestWorkerMemoryLimit(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		_, err := bomb.Apply(context.Background(), testPod(), nil)
 		var lim *engine.LimitError
-		if !errors.As(err, &lim) || lim.Limit != "memory" {
+		if !errors.As(err, &lim) || lim.Limit != engine.LimitMemory {
 			t.Fatalf("got %v, want a memory LimitError", err)
 		}
 		if want := "overlay.star: exceeded the memory limit of 128Mi"; err.Error() != want {
@@ -229,7 +232,7 @@ func compileChain(t *testing.T, opts *engine.Options) engine.Chain {
 	t.Helper()
 	var chain engine.Chain
 	for i, src := range chainSources {
-		o, err := engine.Compile(fmt.Sprintf("chain%d.star", i), []byte(src), opts)
+		o, err := engine.Compile(context.Background(), fmt.Sprintf("chain%d.star", i), []byte(src), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +265,7 @@ func applyConcurrently(t *testing.T, chain engine.Chain, want func(i int) *corev
 			defer wg.Done()
 			for r := 0; r < rounds; r++ {
 				i := g*rounds + r
-				env := &engine.Env{ReplicaID: i}
+				env := &engine.Env{ReplicaID: i, Scheduler: "kubernetes"}
 				got, err := chain.Apply(context.Background(), mixedPod(i), env)
 				if err != nil {
 					t.Error(err)
@@ -281,7 +284,7 @@ func expectedChain(t *testing.T) func(i int) *corev1.Pod {
 	chain := compileChain(t, nil)
 	want := make(map[int]*corev1.Pod)
 	for i := 0; i < 64*4; i++ {
-		res, err := chain.Apply(context.Background(), mixedPod(i), &engine.Env{ReplicaID: i})
+		res, err := chain.Apply(context.Background(), mixedPod(i), &engine.Env{ReplicaID: i, Scheduler: "kubernetes"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,7 +346,7 @@ func TestWorkerTimeAndContext(t *testing.T) {
 	slow := compile(t, "def overlay(pod):\n    s = set(range(1 << 26))\n", opts)
 	_, err := slow.Apply(context.Background(), testPod(), nil)
 	var lim *engine.LimitError
-	if !errors.As(err, &lim) || lim.Limit != "time" && lim.Limit != "memory" {
+	if !errors.As(err, &lim) || lim.Limit != engine.LimitTime && lim.Limit != engine.LimitMemory {
 		t.Errorf("got %v, want a time (or memory) LimitError", err)
 	}
 	// A cancelled context stops the apply.
@@ -379,7 +382,7 @@ func compileEach(t *testing.T, opts *engine.Options) engine.Chain {
 	t.Helper()
 	var chain engine.Chain
 	for i, src := range eachSources {
-		o, err := engine.Compile(fmt.Sprintf("each%d.star", i), []byte(src), opts)
+		o, err := engine.Compile(context.Background(), fmt.Sprintf("each%d.star", i), []byte(src), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -394,7 +397,7 @@ func eachInput(n int) ([]*corev1.Pod, []*engine.Env) {
 	envs := make([]*engine.Env, n)
 	for i := range pods {
 		pods[i] = mixedPod(i)
-		envs[i] = &engine.Env{ReplicaID: i, NumReplicas: n, Role: fmt.Sprint("r", i%3),
+		envs[i] = &engine.Env{ReplicaID: i, NumReplicas: n, Scheduler: "kubernetes", Role: fmt.Sprint("r", i%3),
 			Args: map[string]string{"k": fmt.Sprint(i * i)}}
 	}
 	return pods, envs
@@ -481,10 +484,10 @@ func TestApplyEach(t *testing.T) {
 		t.Errorf("got %s with %v and %s with %v, want %s with replica 7 and %s with replica 3",
 			res[0].Name, res[0].Labels, res[1].Name, res[1].Labels, pods[2].Name, pods[1].Name)
 	}
-	// Nil envs give every pod a nil env; an empty chain copies the pods.
+	// Nil envs give every pod a nil env, outside a scheduler; an empty chain copies the pods.
 	res, errs = o.ApplyEach(context.Background(), pods[:2], nil)
-	if errs[0] != nil || errs[1] != nil || res[0].Labels["replica"] != "0" || res[1].Labels["replica"] != "0" {
-		t.Errorf("nil envs: got %v, %v and labels %v, %v, want replica 0 twice", errs[0], errs[1], res[0].Labels, res[1].Labels)
+	if errs[0] != nil || errs[1] != nil || res[0].Labels["replica"] != "None" || res[1].Labels["replica"] != "None" {
+		t.Errorf("nil envs: got %v, %v and labels %v, %v, want replica None twice", errs[0], errs[1], res[0].Labels, res[1].Labels)
 	}
 	res, errs = engine.Chain{}.ApplyEach(context.Background(), pods[:1], envs[:1])
 	if errs[0] != nil || res[0] == pods[0] || !cmp.Equal(res[0], pods[0]) {
@@ -509,7 +512,7 @@ func TestApplyEachMemoryLimit(t *testing.T) {
 	for i := range pods {
 		if i == 2 || i == 3 {
 			var lim *engine.LimitError
-			if !errors.As(errs[i], &lim) || lim.Limit != "memory" || got[i] != nil {
+			if !errors.As(errs[i], &lim) || lim.Limit != engine.LimitMemory || got[i] != nil {
 				t.Errorf("pod %d: got %v, want a memory LimitError", i, errs[i])
 			} else if want := "overlay.star: exceeded the memory limit of 128Mi"; errs[i].Error() != want {
 				t.Errorf("pod %d: got %q, want %q", i, errs[i], want)
@@ -528,7 +531,7 @@ func TestApplyEachMemoryLimit(t *testing.T) {
 	_, errs = all.ApplyEach(context.Background(), pods[:3], nil)
 	for i, err := range errs {
 		var lim *engine.LimitError
-		if !errors.As(err, &lim) || lim.Limit != "memory" {
+		if !errors.As(err, &lim) || lim.Limit != engine.LimitMemory {
 			t.Errorf("pod %d: got %v, want a memory LimitError", i, err)
 		}
 	}
@@ -578,7 +581,7 @@ func TestWorkerBroken(t *testing.T) {
 			t.Setenv(brokenWorkerEnv, c.mode)
 			pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
 			defer pool.Close()
-			o, err := engine.Compile("broken.star", []byte("def overlay(pod):\n    pass\n"), workerOptions(pool))
+			o, err := engine.Compile(context.Background(), "broken.star", []byte("def overlay(pod):\n    pass\n"), workerOptions(pool))
 			if c.want != "" {
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("got %v, want an error containing %q", err, c.want)
@@ -615,10 +618,10 @@ func TestApplyEachRepeated(t *testing.T) {
 	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
 	defer pool.Close()
 	p0, p1 := mixedPod(0), mixedPod(3)
-	e0 := &engine.Env{ReplicaID: 0, NumReplicas: 2, Args: map[string]string{"k": "a", "j": "b"}}
-	e3 := &engine.Env{ReplicaID: 3, NumReplicas: 2, Args: map[string]string{"k": "a"}}
+	e0 := &engine.Env{ReplicaID: 0, NumReplicas: 2, Scheduler: "kubernetes", Args: map[string]string{"k": "a", "j": "b"}}
+	e3 := &engine.Env{ReplicaID: 3, NumReplicas: 2, Scheduler: "kubernetes", Args: map[string]string{"k": "a"}}
 	pods := []*corev1.Pod{p0, p0, p1, mixedPod(0), p1, p1, p0, mixedPod(3)}
-	envs := []*engine.Env{e0, e0, e3, e0, {ReplicaID: 3, NumReplicas: 2, Args: map[string]string{"k": "a"}}, e3, e3, e0}
+	envs := []*engine.Env{e0, e0, e3, e0, {ReplicaID: 3, NumReplicas: 2, Scheduler: "kubernetes", Args: map[string]string{"k": "a"}}, e3, e3, e0}
 	local := compileEach(t, nil)
 	remote := compileEach(t, workerOptions(pool))
 	for round := range 2 {
@@ -672,7 +675,7 @@ func TestApplyEachKilledWhileSending(t *testing.T) {
 	}
 	got, errs := slow.ApplyEach(context.Background(), pods, envs)
 	var lim *engine.LimitError
-	if !errors.As(errs[0], &lim) || lim.Limit != "time" && lim.Limit != "memory" {
+	if !errors.As(errs[0], &lim) || lim.Limit != engine.LimitTime && lim.Limit != engine.LimitMemory {
 		t.Errorf("pod 0: got %v, want a time (or memory) LimitError", errs[0])
 	}
 	for i := 1; i < n; i++ {
@@ -697,7 +700,7 @@ func TestWorkerHangs(t *testing.T) {
 			defer pool.Close()
 			opts := workerOptions(pool)
 			opts.Timeout = 100 * time.Millisecond
-			o, err := engine.Compile("hang.star", []byte("def overlay(pod):\n    pass\n"), opts)
+			o, err := engine.Compile(context.Background(), "hang.star", []byte("def overlay(pod):\n    pass\n"), opts)
 			if mode == "hangapply" {
 				if err != nil {
 					t.Fatal(err)
@@ -705,7 +708,7 @@ func TestWorkerHangs(t *testing.T) {
 				_, err = o.Apply(context.Background(), testPod(), nil)
 			}
 			var lim *engine.LimitError
-			if !errors.As(err, &lim) || lim.Limit != "time" {
+			if !errors.As(err, &lim) || lim.Limit != engine.LimitTime {
 				t.Fatalf("got %v, want a time LimitError", err)
 			}
 			if want := "hang.star: exceeded the time limit of 100ms"; err.Error() != want {
@@ -737,8 +740,8 @@ func TestWorkerStart(t *testing.T) {
 		defer pool.Close()
 		opts := workerOptions(pool)
 		opts.MaxMemory = 32 << 20
-		_, err := engine.Compile("fine.star", []byte("def overlay(pod):\n    pass\n"), opts)
-		want := "fine.star: starting an overlay worker: the memory limit 32Mi is below the 48Mi a worker needs to start"
+		_, err := engine.Compile(context.Background(), "fine.star", []byte("def overlay(pod):\n    pass\n"), opts)
+		want := "fine.star: starting an overlay worker: the memory limit 32Mi is below the 48Mi a process needs to run scripts"
 		if err == nil || err.Error() != want {
 			t.Errorf("got %v, want %q", err, want)
 		}
@@ -755,8 +758,8 @@ func TestWorkerStart(t *testing.T) {
 		t.Setenv(brokenWorkerEnv, "nostart")
 		pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
 		defer pool.Close()
-		_, err := engine.Compile("fine.star", []byte("def overlay(pod):\n    pass\n"), workerOptions(pool))
-		want := "fine.star: starting an overlay worker: exit status 2: fatal error: runtime: out of memory: the worker ran out of memory as it started, under the memory limit of 128Mi"
+		_, err := engine.Compile(context.Background(), "fine.star", []byte("def overlay(pod):\n    pass\n"), workerOptions(pool))
+		want := "fine.star: starting an overlay worker: exit status 2: fatal error: runtime: out of memory: the overlay worker ran out of memory as it started, under the memory limit of 128Mi"
 		if err == nil || err.Error() != want {
 			t.Errorf("got %v, want %q", err, want)
 		}
@@ -813,7 +816,7 @@ func TestWorkerPrintBeforeDeath(t *testing.T) {
 	o := compile(t, "def overlay(pod):\n    print(\"before\", pod[\"metadata\"][\"name\"])\n    s = \"ab\" * 1024\n    for i in range(40):\n        s += s\n", opts)
 	_, err := o.Apply(context.Background(), testPod(), nil)
 	var lim *engine.LimitError
-	if !errors.As(err, &lim) || lim.Limit != "memory" {
+	if !errors.As(err, &lim) || lim.Limit != engine.LimitMemory {
 		t.Fatalf("got %v, want a memory LimitError", err)
 	}
 	if want := []string{"overlay.star:2:10: before " + testPod().Name}; !slices.Equal(msgs, want) {
@@ -897,13 +900,13 @@ func TestWorkerPoolConcurrentDeaths(t *testing.T) {
 				if (g+r)%3 == 0 {
 					_, err := bomb.Apply(context.Background(), testPod(), nil)
 					var lim *engine.LimitError
-					if !errors.As(err, &lim) || lim.Limit != "memory" {
+					if !errors.As(err, &lim) || lim.Limit != engine.LimitMemory {
 						errs <- fmt.Errorf("bomb: got %v, want the memory limit", err)
 					}
 					continue
 				}
 				i := g*rounds + r
-				got, err := chain.Apply(context.Background(), mixedPod(i), &engine.Env{ReplicaID: i})
+				got, err := chain.Apply(context.Background(), mixedPod(i), &engine.Env{ReplicaID: i, Scheduler: "kubernetes"})
 				if err != nil {
 					errs <- fmt.Errorf("pod %d: %v", i, err)
 				} else if diff := cmp.Diff(want(i), got); diff != "" {

@@ -46,13 +46,13 @@ func TestStarlarkTests(t *testing.T) {
 		t.Errorf("found %d *_test.star files in the examples, want at least 3", len(files))
 	}
 	var out strings.Builder
-	if !startest.Run(files, &out, &startest.Options{Verbose: true}) {
+	if !startest.Run(context.Background(), files, &out, &startest.Options{Verbose: true}) {
 		t.Errorf("starpod test examples/... failed:\n%s", out.String())
 	}
 }
 
 func runExample(t *testing.T, e *exampletest.Example) {
-	o, err := e.Compile(engine.Options{})
+	o, err := e.Compile(context.Background(), engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

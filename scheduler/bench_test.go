@@ -24,15 +24,19 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// benchApp is the app of 1,000 replicas shared with scripts/bench.sh.
-var benchApp = filepath.Join("..", "testdata", "bench", "app-1000.yaml")
+// benchApp is the app of 1,000 replicas shared with scripts/bench.sh. Its overlay is one of
+// the examples, so the overlay root is the repository's.
+var (
+	benchApp  = filepath.Join("..", "testdata", "bench", "app-1000.yaml")
+	benchRoot = ".."
+)
 
 func benchBuild(b *testing.B, eopts engine.Options) {
 	app, err := scheduler.LoadApp(benchApp)
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := scheduler.BuildOptions{AppID: "bench", Engine: eopts}
+	opts := scheduler.BuildOptions{AppID: "bench", Engine: eopts, OverlayRoot: benchRoot}
 	b.ReportAllocs()
 	for b.Loop() {
 		job, err := scheduler.Build(context.Background(), app, scheduler.DefaultConfig(), opts)
@@ -64,7 +68,7 @@ func BenchmarkMarshal1000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	job, err := scheduler.Build(context.Background(), app, scheduler.DefaultConfig(), scheduler.BuildOptions{AppID: "bench"})
+	job, err := scheduler.Build(context.Background(), app, scheduler.DefaultConfig(), scheduler.BuildOptions{AppID: "bench", OverlayRoot: benchRoot})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,7 +89,7 @@ func BenchmarkRender1000Worker(b *testing.B) {
 	}
 	pool := engine.NewWorkerPool(nil)
 	b.Cleanup(func() { pool.Close() })
-	opts := scheduler.BuildOptions{AppID: "bench", Engine: engine.Options{Isolation: engine.WorkerProcess, Workers: pool}}
+	opts := scheduler.BuildOptions{AppID: "bench", OverlayRoot: benchRoot, Engine: engine.Options{Isolation: engine.WorkerProcess, Workers: pool}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := scheduler.Render(context.Background(), app, scheduler.DefaultConfig(), opts, "yaml"); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -15,10 +14,13 @@ import (
 // roles, replicas and levels use it.
 func TestCompileOnce(t *testing.T) {
 	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for name, src := range map[string]string{
 		"app.yaml": `
 name: x
-overlays: [a.star, ./a.star, DIR/a.star]
+overlays: [a.star, ./a.star, sub/../a.star]
 roles:
 - {name: r, image: i, entrypoint: e, num_replicas: 3, resource: {cpu: 1, mem_mb: 2000}, overlays: [a.star, b.star]}
 - {name: s, image: i, entrypoint: e, num_replicas: 2, resource: {cpu: 1, mem_mb: 2000}, overlays: [b.star]}
@@ -26,15 +28,14 @@ roles:
 		"a.star": "def overlay(pod, ctx):\n    return pod\n",
 		"b.star": "def overlay(pod):\n    return pod\n",
 	} {
-		src = strings.ReplaceAll(src, "DIR", dir)
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var n atomic.Int32
-	compile = func(name string, src []byte, opts *engine.Options) (*engine.Overlay, error) {
+	compile = func(ctx context.Context, name string, src []byte, opts *engine.Options) (*engine.Overlay, error) {
 		n.Add(1)
-		return engine.Compile(name, src, opts)
+		return engine.Compile(ctx, name, src, opts)
 	}
 	defer func() { compile = engine.Compile }()
 

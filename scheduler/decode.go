@@ -21,31 +21,91 @@ import (
 type decoder struct {
 	errs FieldErrors
 	pos  map[string]Position // field path → position of its value
-	// tainted lists the paths whose decoded values are not what the user meant: values of
+	// tainted holds the paths whose decoded values are not what the user meant: values of
 	// the wrong type, and the fields that misspelt keys were probably meant to set.
 	// Validation errors at or under them would only repeat the decoding error.
-	tainted []string
+	tainted map[string]bool
+
+	// What aliases add is bounded (see AliasFactor): sizes counts what each alias stands
+	// for, aliasLimit is the budget and aliasNote says how it came about; aliasUsed is
+	// what the aliases decoded so far added, and aliasDepth how many aliases the value
+	// being decoded is inside. Once the budget is spent, stopped ends the decoding.
+	sizes      aliasSizes
+	aliasLimit int
+	aliasNote  string
+	aliasUsed  int
+	aliasDepth int
+	stopped    bool
 }
 
 // add records an error at the position of node.
 func (d *decoder) add(node *yaml.Node, err *field.Error) {
 	d.errs = append(d.errs, &FieldError{Pos: nodePos(node), Err: err})
 	if err.Type == field.ErrorTypeTypeInvalid || err.Type == field.ErrorTypeInvalid {
-		d.tainted = append(d.tainted, err.Field)
+		d.taint(err.Field)
 	}
+}
+
+func (d *decoder) taint(p string) {
+	if d.tainted == nil {
+		d.tainted = make(map[string]bool)
+	}
+	d.tainted[p] = true
 }
 
 // rootPath is the printed form of the root's field path.
 var rootPath = (*field.Path)(nil).String()
 
-// isTainted reports whether the path p is at or under a tainted path.
+// isTainted reports whether the path p is at or under a tainted path: whether p or one of
+// its prefixes that ends before a '.' or a '[' is tainted, or the root is.
 func (d *decoder) isTainted(p string) bool {
-	for _, t := range d.tainted {
-		if t == rootPath || p == t || strings.HasPrefix(p, t+".") || strings.HasPrefix(p, t+"[") {
+	if len(d.tainted) == 0 {
+		return false
+	}
+	if d.tainted[rootPath] {
+		return true
+	}
+	for {
+		if d.tainted[p] {
 			return true
 		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			return false
+		}
+		p = p[:i]
 	}
-	return false
+}
+
+// follow returns the node that node stands for if it is an alias, and node itself if not.
+// The values an alias adds count against the budget when it is not itself inside an alias,
+// whose count includes them; once the budget is spent, follow reports the alias and stops
+// the decoding.
+func (d *decoder) follow(node *yaml.Node, path *field.Path) (*yaml.Node, bool) {
+	if node.Kind != yaml.AliasNode {
+		return node, true
+	}
+	if node.Alias == nil {
+		d.add(node, field.Invalid(path, nil, "got an alias to nothing"))
+		return nil, false
+	}
+	if d.aliasDepth == 0 {
+		d.aliasUsed += d.sizes.expanded(node.Alias)
+		if d.aliasUsed > d.aliasLimit {
+			detail := fmt.Sprintf("alias *%s: aliases add more than the limit of %d values%s",
+				node.Value, d.aliasLimit, d.aliasNote)
+			if d.sizes.cyclic[node.Alias] {
+				detail = fmt.Sprintf("alias *%s: stands for a value that contains it", node.Value)
+			}
+			// What was found so far is mostly what the aliases repeat where they do not
+			// fit: the spec is refused for its aliases alone.
+			d.errs = d.errs[:0]
+			d.add(node, limitError(field.ErrorTypeTooMany, path, detail))
+			d.stopped = true
+			return nil, false
+		}
+	}
+	return node.Alias, true
 }
 
 func nodePos(node *yaml.Node) Position {
@@ -60,8 +120,18 @@ var envVarsType = reflect.TypeFor[[]EnvVar]()
 // decode decodes node into the value v points to, rooted at path.
 // A null node leaves v unchanged.
 func (d *decoder) decode(node *yaml.Node, v reflect.Value, path *field.Path) {
+	if d.stopped {
+		return
+	}
 	if node.Kind == yaml.AliasNode {
-		node = node.Alias
+		target, ok := d.follow(node, path)
+		if !ok {
+			return
+		}
+		d.aliasDepth++
+		d.decode(target, v, path)
+		d.aliasDepth--
+		return
 	}
 	d.pos[path.String()] = nodePos(node)
 	if node.Kind == yaml.ScalarNode && node.Tag == "!!null" {
@@ -94,7 +164,7 @@ func (d *decoder) decode(node *yaml.Node, v reflect.Value, path *field.Path) {
 			return
 		}
 		m := reflect.MakeMapWithSize(v.Type(), len(node.Content)/2)
-		d.eachKey(node, path, path.Key, func(key string, val *yaml.Node) {
+		d.eachKey(node, path, path.Key, func(key string, _, val *yaml.Node) {
 			elem := reflect.New(v.Type().Elem()).Elem()
 			d.decode(val, elem, path.Key(key))
 			m.SetMapIndex(reflect.ValueOf(key), elem)
@@ -158,11 +228,11 @@ func (d *decoder) scalar(node *yaml.Node, path *field.Path, tag, want string) (s
 	return node.Value, true
 }
 
-// eachKey calls f for each key of the mapping node, reporting non-string and duplicate keys.
-// keyPath gives the path of a key's value.
-func (d *decoder) eachKey(node *yaml.Node, path *field.Path, keyPath func(string) *field.Path, f func(key string, val *yaml.Node)) {
+// eachKey calls f for each key of the mapping node, with the key's node and the value's,
+// reporting non-string and duplicate keys. keyPath gives the path of a key's value.
+func (d *decoder) eachKey(node *yaml.Node, path *field.Path, keyPath func(string) *field.Path, f func(key string, keyNode, val *yaml.Node)) {
 	seen := make(map[string]bool)
-	for i := 0; i+1 < len(node.Content); i += 2 {
+	for i := 0; i+1 < len(node.Content) && !d.stopped; i += 2 {
 		k, val := node.Content[i], node.Content[i+1]
 		if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
 			d.add(k, field.TypeInvalid(path, nil, fmt.Sprintf("got %s key, want string", kindName(k))))
@@ -173,7 +243,7 @@ func (d *decoder) eachKey(node *yaml.Node, path *field.Path, keyPath func(string
 			continue
 		}
 		seen[k.Value] = true
-		f(k.Value, val)
+		f(k.Value, k, val)
 	}
 }
 
@@ -194,12 +264,12 @@ func (d *decoder) decodeStruct(node *yaml.Node, v reflect.Value, path *field.Pat
 		fields[name] = i
 		names = append(names, name)
 	}
-	d.eachKey(node, path, func(key string) *field.Path { return child(path, key) }, func(key string, val *yaml.Node) {
+	d.eachKey(node, path, func(key string) *field.Path { return child(path, key) }, func(key string, keyNode, val *yaml.Node) {
 		i, ok := fields[key]
 		if !ok {
-			d.add(node.Content[indexOfKey(node, key)], unknownField(path, key, names))
+			d.add(keyNode, unknownField(path, key, names))
 			if near := spell.Nearest(key, names); near != "" {
-				d.tainted = append(d.tainted, child(path, near).String())
+				d.taint(child(path, near).String())
 			}
 			return
 		}
@@ -217,15 +287,6 @@ func unknownField(path *field.Path, key string, names []string) *field.Error {
 	return field.Forbidden(p, detail)
 }
 
-func indexOfKey(node *yaml.Node, key string) int {
-	for i := 0; i+1 < len(node.Content); i += 2 {
-		if node.Content[i].Value == key {
-			return i
-		}
-	}
-	return 0
-}
-
 // decodeEnv decodes a mapping of names to strings into []EnvVar, keeping the order.
 func (d *decoder) decodeEnv(node *yaml.Node, v reflect.Value, path *field.Path) {
 	if node.Kind != yaml.MappingNode {
@@ -233,7 +294,11 @@ func (d *decoder) decodeEnv(node *yaml.Node, v reflect.Value, path *field.Path) 
 		return
 	}
 	var env []EnvVar
-	d.eachKey(node, path, path.Key, func(key string, val *yaml.Node) {
+	d.eachKey(node, path, path.Key, func(key string, _, val *yaml.Node) {
+		val, ok := d.follow(val, path.Key(key))
+		if !ok {
+			return
+		}
 		d.pos[path.Key(key).String()] = nodePos(val)
 		if s, ok := d.scalar(val, path.Key(key), "!!str", "string"); ok {
 			env = append(env, EnvVar{Name: key, Value: s})

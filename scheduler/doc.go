@@ -64,6 +64,29 @@
 // webhooks (Volcano's among them), and nothing is persisted. The pods themselves are
 // validated in full only when Volcano creates them.
 //
+// # Limits
+//
+// An app spec may be hostile: the process that reads it must not crash, hang or grow without
+// bound. So:
+//
+//   - a spec file is read only if it is a regular file of at most [MaxSpecFile] bytes
+//     (LoadApp returns a *bound.TypeError or a *bound.SizeError otherwise), and ParseApp
+//     refuses larger data;
+//   - YAML aliases may add at most [AliasFactor] times the values written in the spec, within
+//     [MinAliasValues] and [MaxAliasValues]: the values an alias stands for count each time it
+//     is used, so that a billion laughs stops at the alias that passes the limit, with its
+//     position and field path;
+//   - a job has at most [MaxTasks] tasks (replicas of all roles together), and its JSON, after
+//     macro expansion and overlays, at most [MaxJobBytes], what the API server accepts. Build
+//     computes the size the spec gives the job from a few pods of each role, before it builds
+//     any replica, and reports a job too large as a problem of the spec, with the field that
+//     makes it so; it adds up the size of each task as it builds it, and stops, with a
+//     *[JobSizeError], once the overlays have made the job too large;
+//   - the overlay files a spec names are relative to its directory, and must be inside the
+//     overlay root (the spec's directory, or BuildOptions.OverlayRoot): absolute paths, ../
+//     paths out of it and symbolic links that lead out are problems of the spec; and they are
+//     read only if they are regular files of at most bound.MaxScript bytes.
+//
 // To print a job as a user would write it (sorted keys, no nulls), use [Marshal]. To read
 // the app back from a job in the cluster, use [AppFromJob].
 //

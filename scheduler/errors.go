@@ -4,7 +4,9 @@ package scheduler
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -82,17 +84,46 @@ func describe(err *field.Error) string {
 		}
 		return "required"
 	case field.ErrorTypeDuplicate:
-		return fmt.Sprintf("%q given twice", fmt.Sprint(err.BadValue))
+		return fmt.Sprintf("%s given twice", quote(fmt.Sprint(err.BadValue)))
 	case field.ErrorTypeNotSupported:
-		return fmt.Sprintf("got %q, want one of %s", fmt.Sprint(err.BadValue),
+		return fmt.Sprintf("got %s, want one of %s", quote(fmt.Sprint(err.BadValue)),
 			strings.TrimPrefix(err.Detail, "supported values: "))
 	case field.ErrorTypeInvalid:
 		if s, ok := err.BadValue.(string); ok && s != "" {
-			return fmt.Sprintf("got %q, %s", s, err.Detail)
+			return fmt.Sprintf("got %s, %s", quote(s), err.Detail)
 		}
 		return err.Detail
 	}
 	return err.Detail
+}
+
+// maxQuoted bounds the bytes of a value that an error quotes: a spec's values may be long,
+// and the same value may be wrong in every replica.
+const maxQuoted = 256
+
+// quote returns s quoted as %q does, cut to maxQuoted bytes with its length.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%q... (%d bytes)", cut(s), len(s))
+}
+
+// shorten returns s, or if it is longer than maxQuoted bytes, its start and "...".
+func shorten(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	return cut(s) + "..."
+}
+
+// cut returns the first maxQuoted bytes of s, or fewer so as not to cut a rune.
+func cut(s string) string {
+	n := min(maxQuoted, len(s))
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // A BuildError lists every problem Build found, in the order [Build] describes: the spec's,

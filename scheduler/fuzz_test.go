@@ -11,7 +11,8 @@ import (
 
 // FuzzParseApp checks that no app spec makes the loader panic or hang, that every failure is
 // a *SpecError whose problems each have a field path or a position inside the file, and that
-// an accepted spec has the shape the builder relies on.
+// an accepted spec has the shape the builder relies on. Its seeds use anchors and aliases,
+// and some are alias bombs, so that the decoder is fuzzed where it follows aliases.
 func FuzzParseApp(f *testing.F) {
 	for _, file := range []string{"../examples/llama-ft/app.yaml", "../testdata/bench/app-1000.yaml"} {
 		if data, err := os.ReadFile(file); err == nil {
@@ -27,9 +28,22 @@ func FuzzParseApp(f *testing.F) {
 		"name: [\n",
 		"a: &x [*x]\n",
 		"\r\r0", // CR alone breaks lines too
+		// Anchors and aliases where they fit, where they do not, and inside themselves.
+		"name: &n a\nroles:\n- &r {name: r, image: *n, entrypoint: *n, env: &e {A: *n, B: b}, resource: &res {cpu: 1, mem_mb: 2}}\n- {name: s, image: i, entrypoint: e, env: *e, resource: *res, args: [*n, *n]}\n",
+		"name: a\nroles: &r\n- {name: r, image: i, entrypoint: e, args: *r}\n- *r\n",
+		"name: a\nroles:\n- name: r\n  image: i\n  entrypoint: e\n  metadata: &m {labels: {a: b}, annotations: *m}\n",
+		"name: a\nroles:\n- &r {name: r, image: i, entrypoint: e}\n- *r\n- {<<: *r, name: s}\n",
 	} {
 		f.Add([]byte(seed))
 	}
+	// Alias bombs: a billion laughs, and many aliases to a large value.
+	for _, file := range []string{"../testdata/hostile-input/spec/alias_laughs.yaml", "../testdata/hostile-input/spec/alias_cycle.yaml"} {
+		if data, err := os.ReadFile(file); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("name: bomb\nroles: [&r {name: r, image: i, entrypoint: e, resource: {cpu: 1, mem_mb: 1}, args: [" +
+		strings.TrimSuffix(strings.Repeat("a,", 300), ",") + "]}, " + strings.TrimSuffix(strings.Repeat("*r,", 300), ",") + "]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lines := yamlLines(string(data))
 		app, err := scheduler.ParseApp("app.yaml", data)

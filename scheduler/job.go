@@ -6,8 +6,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,8 +17,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/bound"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,7 +68,9 @@ type BuildOptions struct {
 	// reads modules from OverlayRoot, or from the directory of the loading overlay if
 	// OverlayRoot is empty (see engine.DirLoader).
 	Engine engine.Options
-	// OverlayRoot is the directory that load() reads modules from (--overlay-root).
+	// OverlayRoot is the directory that load() reads modules from (--overlay-root), and
+	// that the overlay files the spec names must be inside. Empty means the spec's
+	// directory (App.Dir) for the spec's overlay files.
 	OverlayRoot string
 	// Rand is the source of the random app id suffix; nil means crypto/rand.
 	Rand io.Reader
@@ -86,12 +93,16 @@ type BuildOptions struct {
 // errors are, in this order, a *SpecError (an invalid app: the problems ParseApp or LoadApp
 // found, if they returned the app with them, else those of validating it), plain errors (bad
 // run options, a bad or too long app id), the errors of the overlays in the order they apply
-// (*SpecError values for files the spec names that cannot be read, *fs.PathError values for
-// those of opts.Overlays, *engine.Error values for those that do not compile), and
-// *ReplicaError values in the order of roles and replicas (an overlay failed on a replica, or
-// made its pod invalid). The replicas are built only if the app is valid and every overlay
-// compiles, so that a spec's or an overlay's problem is not repeated for every replica; every
-// overlay is compiled even if the spec has problems. Nothing is returned with an error.
+// (*SpecError values for files the spec names that cannot be read or are outside the overlay
+// root, *fs.PathError, *bound.TypeError or *bound.SizeError values for those of
+// opts.Overlays, *engine.Error values for those that do not compile), and *ReplicaError
+// values in the order of roles and replicas (an overlay failed on a replica, or made its pod
+// invalid), or a *JobSizeError if the overlays made the job larger than MaxJobBytes. A job
+// that the spec alone makes larger than MaxJobBytes, or of more than MaxTasks tasks, is a
+// problem of the spec, found before any replica is built. The replicas are built only if the
+// app is valid and every overlay compiles, so that a spec's or an overlay's problem is not
+// repeated for every replica; every overlay is compiled even if the spec has problems.
+// Nothing is returned with an error.
 func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbatch.Job, error) {
 	job, _, err := build(ctx, app, cfg, opts, nil)
 	return job, err
@@ -99,7 +110,7 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 
 // build is Build. If print is not nil, it also prints each task with print as soon as the
 // task is built, and returns the texts in the order of the job's tasks.
-func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print func(*vcbatch.TaskSpec) ([]byte, error)) (*vcbatch.Job, [][]byte, error) {
+func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print func(json []byte) ([]byte, error)) (*vcbatch.Job, [][]byte, error) {
 	// Every problem that can be found before the replicas are built is reported together:
 	// those of the spec (kept by LoadApp and ParseApp, or found now in an App made in Go),
 	// of the run options, of the app id, and of every overlay the app names or opts lists.
@@ -124,45 +135,40 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 	if err != nil {
 		errs = append(errs, err)
 	}
-	chains, cerrs := compileOverlays(app, opts)
+	b := &builder{app: app, cfg: &cfg, opts: &opts, jobName: jobName, appName: appName, print: print}
+	var job *vcbatch.Job
+	if specOK {
+		b.firstTask = taskName(app.Roles[0].Name, 0)
+		if job, err = b.job(); err != nil {
+			return nil, nil, err
+		}
+		// The job the spec makes must fit in what the API server accepts, before a
+		// replica is built: macros can make it many times the spec's size.
+		head, err := headSize(job)
+		if err != nil {
+			return nil, nil, err
+		}
+		fe, err := b.estimate(head)
+		if err != nil {
+			return nil, nil, err
+		}
+		if fe != nil {
+			se := &SpecError{File: app.File, Errors: FieldErrors{{Pos: app.position(field.NewPath(fe.Field)), Err: fe}}}
+			errs = append([]error{se}, errs...)
+			specOK = false
+		}
+		b.limit = MaxJobBytes - tasksSize(head, 0, 1)
+	}
+	chains, cerrs := compileOverlays(ctx, app, opts)
 	errs = append(errs, cerrs...)
 	if !specOK || len(cerrs) > 0 {
 		// Without a valid spec and every overlay there is nothing to build replicas from.
 		return nil, nil, &BuildError{Errs: errs}
 	}
-
-	spec, err := json.Marshal(app)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(spec) > maxSpecBytes {
+	if n := len(job.Annotations[AnnotationAppSpec]); n > maxSpecBytes {
 		errs = append(errs, fmt.Errorf(
 			"the app spec is %d bytes of JSON, want at most %d: it is kept in the job's %s annotation",
-			len(spec), maxSpecBytes, AnnotationAppSpec))
-	}
-	job := &vcbatch.Job{
-		TypeMeta: metav1.TypeMeta{APIVersion: vcbatch.SchemeGroupVersion.String(), Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      jobName,
-			Namespace: cfg.Namespace,
-			Labels: map[string]string{
-				LabelName:      appName,
-				LabelInstance:  jobName,
-				LabelManagedBy: ManagedBy,
-				LabelAppName:   appName,
-			},
-			Annotations: map[string]string{AnnotationAppSpec: string(spec)},
-		},
-		Spec: vcbatch.JobSpec{
-			SchedulerName:     cfg.SchedulerName,
-			Queue:             cfg.Queue,
-			PriorityClassName: cfg.PriorityClass,
-			Plugins: map[string][]string{
-				// Replicas must find each other before they are ready.
-				"svc": {"--publish-not-ready-addresses"},
-				"env": {},
-			},
-		},
+			n, maxSpecBytes, AnnotationAppSpec))
 	}
 
 	// Build every replica's task, even if the run options or the app id are bad, so that the
@@ -171,8 +177,7 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 	// each overlay applies to a whole chunk in one call (one round trip to a worker process).
 	// Twice as many chunks as processors are under way, so that some are built and printed
 	// while others are in worker processes. Results keep the order of roles and replicas.
-	b := &builder{app: app, cfg: &cfg, opts: &opts, jobName: jobName, appName: appName,
-		firstTask: taskName(app.Roles[0].Name, 0), print: print}
+	// Building stops once the tasks are larger than the API server accepts.
 	var replicas []*replica
 	var chunks [][]*replica
 	procs := runtime.GOMAXPROCS(0)
@@ -192,12 +197,21 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 	var wg sync.WaitGroup
 	for _, chunk := range chunks {
 		sem <- struct{}{}
+		if b.over.Load() {
+			<-sem
+			break
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			b.tasks(ctx, chunk, chains[chunk[0].role])
 		})
 	}
 	wg.Wait()
+	if b.over.Load() {
+		// Which replicas were built before is a matter of timing: report only the size.
+		errs = append(errs, &JobSizeError{File: app.File, Limit: MaxJobBytes})
+		return nil, nil, &BuildError{Errs: errs}
+	}
 	var texts [][]byte
 	job.Spec.Tasks = make([]vcbatch.TaskSpec, 0, len(replicas)) // a task is large: grow it once
 	if print != nil {
@@ -237,6 +251,38 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 	return job, texts, nil
 }
 
+// job returns the job of the app without its tasks, with the app spec in its annotation.
+func (b *builder) job() (*vcbatch.Job, error) {
+	spec, err := json.Marshal(b.app)
+	if err != nil {
+		return nil, err
+	}
+	return &vcbatch.Job{
+		TypeMeta: metav1.TypeMeta{APIVersion: vcbatch.SchemeGroupVersion.String(), Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      b.jobName,
+			Namespace: b.cfg.Namespace,
+			Labels: map[string]string{
+				LabelName:      b.appName,
+				LabelInstance:  b.jobName,
+				LabelManagedBy: ManagedBy,
+				LabelAppName:   b.appName,
+			},
+			Annotations: map[string]string{AnnotationAppSpec: string(spec)},
+		},
+		Spec: vcbatch.JobSpec{
+			SchedulerName:     b.cfg.SchedulerName,
+			Queue:             b.cfg.Queue,
+			PriorityClassName: b.cfg.PriorityClass,
+			Plugins: map[string][]string{
+				// Replicas must find each other before they are ready.
+				"svc": {"--publish-not-ready-addresses"},
+				"env": {},
+			},
+		},
+	}, nil
+}
+
 // maxChunk bounds the replicas that Build hands to an overlay in one call.
 const maxChunk = 64
 
@@ -259,7 +305,13 @@ type builder struct {
 	appName   string
 	firstTask string
 	checks    nameChecks
-	print     func(*vcbatch.TaskSpec) ([]byte, error) // if not nil, prints each task
+	print     func(json []byte) ([]byte, error) // if not nil, prints each task from its JSON
+
+	// limit bounds the JSON of the tasks together; size is theirs so far, and over says
+	// that it passed the limit, and that no more tasks should be built.
+	limit int64
+	size  atomic.Int64
+	over  atomic.Bool
 }
 
 // tasks builds the tasks of reps, replicas of one role: their pods, the overlays (each
@@ -296,10 +348,18 @@ func (b *builder) tasks(ctx context.Context, reps []*replica, chain engine.Chain
 		if rep.errs == nil {
 			b.task(rep)
 		}
-		if rep.errs == nil && b.print != nil {
-			var err error
-			if rep.text, err = b.print(rep.task); err != nil {
+		// The size of the tasks is what estimate found unless overlays changed them: it is
+		// measured only then, or when the task is printed from its JSON anyway.
+		if rep.errs == nil && (len(chain) > 0 || b.print != nil) {
+			data, err := json.Marshal(rep.task)
+			if err != nil {
 				rep.errs = []error{err}
+			} else if b.size.Add(int64(len(data))+1) > b.limit {
+				b.over.Store(true)
+			} else if b.print != nil {
+				if rep.text, err = b.print(data); err != nil {
+					rep.errs = []error{err}
+				}
 			}
 		}
 		rep.pod, rep.labels = nil, nil
@@ -308,15 +368,26 @@ func (b *builder) tasks(ctx context.Context, reps []*replica, chain engine.Chain
 
 // pod builds the pod of a replica, with the bookkeeping labels, for the overlays.
 func (b *builder) pod(rep *replica) {
-	r := &b.app.Roles[rep.role]
-	name := taskName(r.Name, rep.id)
-	rank0 := rep.role == 0 && rep.id == 0
-	m := macroValues{
+	b.podAs(rep, rep.role == 0 && rep.id == 0)
+}
+
+// macros returns the values of the macros for replica id of role r, the first replica of the
+// job (rank0) or not.
+func (b *builder) macros(r *Role, id int, rank0 bool) macroValues {
+	return macroValues{
 		"app_id":       b.jobName,
-		"replica_id":   strconv.Itoa(rep.id),
+		"replica_id":   strconv.Itoa(id),
 		"num_replicas": strconv.Itoa(r.Replicas()),
 		"rank0_env":    "$(" + rank0Env(b.firstTask, rank0) + ")",
 	}
+}
+
+// podAs builds the pod of a replica as pod does, as the first replica of the job (rank0) or
+// not.
+func (b *builder) podAs(rep *replica, rank0 bool) {
+	r := &b.app.Roles[rep.role]
+	name := taskName(r.Name, rep.id)
+	m := b.macros(r, rep.id, rank0)
 	rep.labels = map[string]string{
 		LabelName:      b.appName,
 		LabelInstance:  b.jobName,
@@ -345,6 +416,13 @@ func (b *builder) task(rep *replica) {
 		}
 		return
 	}
+	rep.task = b.newTask(rep)
+}
+
+// newTask returns the task of a replica, of its pod.
+func (b *builder) newTask(rep *replica) *vcbatch.TaskSpec {
+	r := &b.app.Roles[rep.role]
+	pod := rep.pod
 	task := &vcbatch.TaskSpec{
 		Name:     taskName(r.Name, rep.id),
 		Replicas: 1,
@@ -360,7 +438,7 @@ func (b *builder) task(rep *replica) {
 		task.MaxRetry = int32(r.MaxRetries)
 		task.Policies = retryPolicies(r.RetryPolicy)
 	}
-	rep.task = task
+	return task
 }
 
 func (r *Role) retryPolicy() RetryPolicy {
@@ -414,7 +492,7 @@ func jobName(app *App, opts BuildOptions) (string, error) {
 	longest := "" // the longest "-<task>-<index>"
 	i := 0
 	for _, r := range app.Roles {
-		if !r.validName() || r.Replicas() < 1 || r.Replicas() > maxReplicas {
+		if !r.validName() || r.Replicas() < 1 || r.Replicas() > maxReplicas || i+r.Replicas() > MaxTasks {
 			// The spec is invalid, and says so; a guess at this role's task names would
 			// give an error that a fixed spec might not have.
 			continue
@@ -509,26 +587,38 @@ var compile = engine.Compile
 // compileOverlays reads and compiles every overlay file once and returns, for each role, the
 // chain of the app's overlays, the role's and opts.Overlays. Its errors come in that order,
 // which is the order of the spec file and then of the command line: *SpecError values for
-// the files the spec names that cannot be read, *fs.PathError values for those of opts,
-// *engine.Error values for the files that do not compile. Empty file names, which the spec's
+// the files the spec names that cannot be read or are outside the overlay root, the errors
+// of reading those of opts (*fs.PathError, *bound.TypeError, *bound.SizeError), *engine.Error
+// values for the files that do not compile. Empty and absolute file names, which the spec's
 // validation reports, are left out.
-func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, []error) {
+func compileOverlays(ctx context.Context, app *App, opts BuildOptions) ([]engine.Chain, []error) {
 	compiled := make(map[string]*engine.Overlay)
 	var errs []error
-	compileFile := func(file string, p *field.Path) *engine.Overlay {
+	specRoot := opts.OverlayRoot
+	if specRoot == "" {
+		specRoot = app.Dir
+	}
+	compileFile := func(file string, p *field.Path, asWritten string) *engine.Overlay {
 		file = filepath.Clean(file)
 		if o, ok := compiled[file]; ok {
 			return o
 		}
 		compiled[file] = nil
-		src, err := os.ReadFile(file)
-		if err != nil {
-			if p == nil {
+		var src []byte
+		var err error
+		if p == nil {
+			// The command line's own files: any file the user names.
+			if src, err = readFile(file, bound.MaxScript, "script"); err != nil {
 				errs = append(errs, err)
-			} else {
-				errs = append(errs, &SpecError{File: app.File, Errors: FieldErrors{{Pos: app.position(p),
-					Err: field.Invalid(p, nil, fmt.Sprintf("cannot read overlay: %v", err))}}})
+				return nil
 			}
+		} else if src, err = readConfined(specRoot, file); err != nil {
+			fe := field.Invalid(p, nil, fmt.Sprintf("cannot read overlay: %v", err))
+			var out *outsideError
+			if errors.As(err, &out) {
+				fe = field.Invalid(p, asWritten, out.Error())
+			}
+			errs = append(errs, &SpecError{File: app.File, Errors: FieldErrors{{Pos: app.position(p), Err: fe}}})
 			return nil
 		}
 		eopts := opts.Engine
@@ -539,7 +629,7 @@ func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, []error) {
 			}
 			eopts.Loader = engine.DirLoader(root)
 		}
-		o, err := compile(file, src, &eopts)
+		o, err := compile(ctx, file, src, &eopts)
 		if err != nil {
 			errs = append(errs, err)
 			return nil
@@ -548,10 +638,10 @@ func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, []error) {
 		return o
 	}
 	specFile := func(f string, p *field.Path) *engine.Overlay {
-		if f == "" {
+		if f == "" || filepath.IsAbs(f) || strings.HasPrefix(f, "/") {
 			return nil
 		}
-		return compileFile(app.path(f), p)
+		return compileFile(app.path(f), p, f)
 	}
 	var common engine.Chain
 	for i, f := range app.Overlays {
@@ -565,7 +655,7 @@ func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, []error) {
 	}
 	var cli engine.Chain
 	for _, f := range opts.Overlays {
-		cli = append(cli, compileFile(f, nil))
+		cli = append(cli, compileFile(f, nil, f))
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -575,6 +665,81 @@ func compileOverlays(app *App, opts BuildOptions) ([]engine.Chain, []error) {
 		chains[ri] = slices.Concat(common, roles[ri], cli)
 	}
 	return chains, nil
+}
+
+// An outsideError is an overlay file that is not inside the overlay root, by its path or
+// by a symbolic link on the way.
+type outsideError struct {
+	Root string
+	Link bool // a symbolic link leads out
+}
+
+func (e *outsideError) Error() string {
+	if e.Link {
+		return "want a file inside the overlay root " + e.Root + ", not a symbolic link that leads out"
+	}
+	return "want a file inside the overlay root " + e.Root
+}
+
+// readConfined reads the file name, which must be inside the directory root, symbolic links
+// included, a regular file, and of at most bound.MaxScript bytes. Its errors are an
+// *outsideError, an *fs.PathError, a *bound.TypeError or a *bound.SizeError. It never
+// blocks on a named pipe.
+func readConfined(root, name string) ([]byte, error) {
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	absName, err := filepath.Abs(name)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(absRoot, absName)
+	if err != nil || !filepath.IsLocal(rel) {
+		return nil, &outsideError{Root: root}
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	// The type comes first: opening a named pipe would wait for a writer.
+	fi, err := r.Stat(rel)
+	if err != nil {
+		return nil, confinedError(err, root, name)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &bound.TypeError{Name: name, Mode: fi.Mode(), Want: "a regular file"}
+	}
+	// And again once open, without waiting, in case the file changed in between.
+	f, err := r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, confinedError(err, root, name)
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &bound.TypeError{Name: name, Mode: fi.Mode(), Want: "a regular file"}
+	}
+	return bound.ReadAll(f, name, bound.MaxScript, "script")
+}
+
+// confinedError turns an error of os.Root into an *outsideError if the file exists but the
+// root refused it, which it does for a symbolic link that leads out, and otherwise into an
+// *fs.PathError that names the file as the spec names it.
+func confinedError(err error, root, name string) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(name); serr == nil {
+			return &outsideError{Root: root, Link: true}
+		}
+	}
+	var perr *fs.PathError
+	if errors.As(err, &perr) {
+		return &fs.PathError{Op: "open", Path: name, Err: perr.Err}
+	}
+	return err
 }
 
 // nameChecks remembers the problems of the label keys and values and the DNS labels (volume

@@ -62,10 +62,16 @@ func (m macroValues) expand(s string) string {
 	return b.String()
 }
 
-// checkMacros reports the unknown or unterminated macros in s, and ${rank0_env} outside args.
+// maxMacroErrors bounds the problems checkMacros reports of one string: each quotes the
+// string, which may be long.
+const maxMacroErrors = 3
+
+// checkMacros reports the unknown or unterminated macros in s, and ${rank0_env} outside args,
+// each unknown name once and at most maxMacroErrors problems.
 func checkMacros(s string, p *field.Path, inArgs bool) field.ErrorList {
 	var errs field.ErrorList
-	for rest := s; ; {
+	var seen map[string]bool // the unknown names reported
+	for rest := s; len(errs) < maxMacroErrors; {
 		i := strings.Index(rest, "${")
 		if i < 0 {
 			break
@@ -80,12 +86,20 @@ func checkMacros(s string, p *field.Path, inArgs bool) field.ErrorList {
 			break
 		}
 		name := rest[i+2 : i+end]
-		if name == "rank0_env" && !inArgs {
+		if name == "rank0_env" && !inArgs && !seen[name] {
 			errs = append(errs, field.Invalid(p, s,
 				"${rank0_env} works only in args, where the kubelet expands the $(VAR) it stands for"))
+			if seen == nil {
+				seen = make(map[string]bool)
+			}
+			seen[name] = true
 		}
-		if !isMacro(name) {
-			detail := fmt.Sprintf("unknown macro ${%s}", name)
+		if !isMacro(name) && !seen[name] {
+			if seen == nil {
+				seen = make(map[string]bool)
+			}
+			seen[name] = true
+			detail := fmt.Sprintf("unknown macro ${%s}", shorten(name))
 			if near := spell.Nearest(name, macroNames); near != "" {
 				detail += fmt.Sprintf("; did you mean ${%s}?", near)
 			} else {

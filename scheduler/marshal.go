@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -59,7 +60,7 @@ func Render(ctx context.Context, app *App, cfg Config, opts BuildOptions, format
 		}
 		return Marshal(job, format)
 	}
-	job, texts, err := build(ctx, app, cfg, opts, marshalTaskYAML)
+	job, texts, err := build(ctx, app, cfg, opts, taskYAML)
 	if err != nil {
 		return nil, err
 	}
@@ -92,9 +93,6 @@ func clean(obj map[string]any) {
 	stream.Prune(obj)
 }
 
-// tasksPlaceholder stands for the tasks in the YAML of a job printed without them.
-const tasksPlaceholder = "starpod-tasks-placeholder-9c1f3e"
-
 // tasksPrefix is how the YAML of {spec: {tasks: [task]}} starts.
 const tasksPrefix = "spec:\n  tasks:\n"
 
@@ -103,9 +101,25 @@ const tasksPrefix = "spec:\n  tasks:\n"
 // document of many tasks slow and large. Each task is printed where it sits in the job,
 // as the only item of spec.tasks (by marshalTaskYAML), so that its text (indentation, lines
 // wrapped at a column) is the text it has in the whole document; tasks holds these texts
-// if they are printed already. It reports false if the job's text has no single place for
-// the tasks.
+// if they are printed already. The job is then printed with the tasks' texts as the block of
+// spec.tasks (a stream.Block). It reports false if the job cannot be printed that way.
 func marshalTasksYAML(job *vcbatch.Job, tasks [][]byte) ([]byte, bool, error) {
+	errs := make([]error, len(job.Spec.Tasks))
+	if tasks == nil {
+		tasks = make([][]byte, len(job.Spec.Tasks))
+		printTasks(job.Spec.Tasks, tasks, errs)
+	}
+	block := make(stream.Block, len(tasks))
+	for t, data := range tasks {
+		if errs[t] != nil {
+			return nil, false, errs[t]
+		}
+		if !bytes.HasPrefix(data, []byte(tasksPrefix)) {
+			return nil, false, nil
+		}
+		block[t] = data[len(tasksPrefix):]
+	}
+
 	head := *job
 	head.Spec.Tasks = nil
 	data, err := json.Marshal(&head)
@@ -117,43 +131,17 @@ func marshalTasksYAML(job *vcbatch.Job, tasks [][]byte) ([]byte, bool, error) {
 		obj, _ := v.(map[string]any)
 		clean(obj)
 		if spec, isMap := obj["spec"].(map[string]any); isMap {
-			spec["tasks"] = tasksPlaceholder
+			spec["tasks"] = block
 			ok = true
 		}
 	})
+	if errors.Is(err, stream.ErrBlock) {
+		return nil, false, nil
+	}
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	line := []byte("\n  tasks: " + tasksPlaceholder + "\n")
-	at := bytes.Index(text, line)
-	if at < 0 || bytes.LastIndex(text, line) != at {
-		return nil, false, nil
-	}
-
-	errs := make([]error, len(job.Spec.Tasks))
-	if tasks == nil {
-		tasks = make([][]byte, len(job.Spec.Tasks))
-		printTasks(job.Spec.Tasks, tasks, errs)
-	}
-
-	n := len(text)
-	for t, data := range tasks {
-		if errs[t] != nil {
-			return nil, false, errs[t]
-		}
-		if !bytes.HasPrefix(data, []byte(tasksPrefix)) {
-			return nil, false, nil
-		}
-		n += len(data)
-	}
-	out := make([]byte, 0, n)
-	out = append(out, text[:at+1]...)
-	out = append(out, "  tasks:\n"...)
-	for _, data := range tasks {
-		out = append(out, data[len(tasksPrefix):]...)
-	}
-	out = append(out, text[at+len(line):]...)
-	return out, true, nil
+	return text, true, nil
 }
 
 // printTasks sets texts[t] and errs[t] to what marshalTaskYAML gives for tasks[t], printing
@@ -185,6 +173,11 @@ func marshalTaskYAML(task *vcbatch.TaskSpec) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return taskYAML(data)
+}
+
+// taskYAML returns the YAML of {spec: {tasks: [task]}} from the JSON of the task.
+func taskYAML(data []byte) ([]byte, error) {
 	const open, close = `{"spec":{"tasks":[`, `]}}`
 	doc := make([]byte, 0, len(open)+len(data)+len(close))
 	doc = append(append(append(doc, open...), data...), close...)

@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 
+	"github.com/starpod/starpod/internal/bound"
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -28,7 +29,8 @@ type App struct {
 	Roles    []Role   `yaml:"roles" json:"roles"`
 
 	// Dir is the directory that relative overlay paths are resolved against: the directory
-	// of the spec file for LoadApp, the working directory for ParseApp.
+	// of the spec file for LoadApp, the working directory for ParseApp. Unless
+	// BuildOptions.OverlayRoot says otherwise, the overlay files must be inside it.
 	Dir string `yaml:"-" json:"-"`
 	// File is the spec's file name as given to LoadApp or ParseApp; errors name it.
 	File string `yaml:"-" json:"-"`
@@ -131,10 +133,12 @@ type Metadata struct {
 
 // LoadApp reads, decodes and validates the app spec file at path. Relative overlay paths in
 // the spec are resolved against the file's directory. It returns a *SpecError listing every
-// problem, or an *fs.PathError if the file cannot be read. Like [ParseApp], it returns the
-// app decoded as far as it could be together with a *SpecError.
+// problem, an *fs.PathError if the file cannot be read, a *bound.TypeError if it is not a
+// regular file (a directory, a device, a named pipe), or a *bound.SizeError if it is larger
+// than MaxSpecFile. Like [ParseApp], it returns the app decoded as far as it could be
+// together with a *SpecError.
 func LoadApp(path string) (*App, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path, MaxSpecFile, "app spec")
 	if err != nil {
 		return nil, err
 	}
@@ -145,15 +149,32 @@ func LoadApp(path string) (*App, error) {
 	return app, err
 }
 
+// readFile is bound.ReadFile, whose *fs.PathError for a file it cannot look at says "open",
+// as os.ReadFile's does: to the user, the file could not be opened.
+func readFile(name string, limit int64, what string) ([]byte, error) {
+	data, err := bound.ReadFile(name, limit, what)
+	var perr *fs.PathError
+	if errors.As(err, &perr) && perr.Op == "stat" {
+		err = &fs.PathError{Op: "open", Path: perr.Path, Err: perr.Err}
+	}
+	return data, err
+}
+
 // ParseApp decodes and validates the app spec data, naming it name in errors. Relative
 // overlay paths are left relative to the working directory (Dir is "."). It returns a
-// *SpecError listing every problem.
+// *SpecError listing every problem. Data larger than MaxSpecFile is refused, and what YAML
+// aliases add is bounded (see AliasFactor): an alias that passes the bound is the one
+// problem reported.
 //
 // If the data is one YAML document, ParseApp returns the app decoded as far as it could be
 // even with a *SpecError, as go/parser returns a partial syntax tree, and the app keeps the
 // error: [Build] and [Render] report its problems together with those of the overlays the
 // app names and of the app id, and build no job.
 func ParseApp(name string, data []byte) (*App, error) {
+	if len(data) > MaxSpecFile {
+		return nil, &SpecError{File: name, Errors: FieldErrors{{Err: limitError(field.ErrorTypeTooLong, nil,
+			fmt.Sprintf("the app spec is larger than the limit of %s", bound.FormatSize(MaxSpecFile)))}}}
+	}
 	d := &decoder{pos: make(map[string]Position)}
 	app := &App{Dir: ".", File: name}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -169,12 +190,16 @@ func ParseApp(name string, data []byte) (*App, error) {
 		return nil, &SpecError{File: name, Errors: FieldErrors{{Pos: nodePos(&extra),
 			Err: field.Invalid(nil, nil, "got several YAML documents, want one")}}}
 	}
+	d.aliasLimit, d.aliasNote = aliasBudget(countNodes(doc.Content[0]))
 	d.decode(doc.Content[0], reflect.ValueOf(app).Elem(), nil)
 	// Validate what was decoded too, so that every problem is reported at once, but leave
-	// out what would only repeat a decoding error.
-	for _, err := range app.validate() {
-		if !d.isTainted(err.Field) {
-			d.errs = append(d.errs, &FieldError{Pos: d.position(err.Field), Err: err})
+	// out what would only repeat a decoding error, and all of it if the aliases stopped the
+	// decoding half-way.
+	if !d.stopped {
+		for _, err := range app.validate() {
+			if !d.isTainted(err.Field) {
+				d.errs = append(d.errs, &FieldError{Pos: d.position(err.Field), Err: err})
+			}
 		}
 	}
 	// Report in file order.
@@ -242,14 +267,22 @@ func (app *App) validate() field.ErrorList {
 		names[r.Name] = true
 		errs = append(errs, r.validate(p)...)
 	}
+	if err := app.validateTasks(); err != nil {
+		errs = append(errs, err)
+	}
 	return errs
 }
 
+// validateOverlays checks the overlay paths of a spec: each names a file relative to the
+// spec's directory. Whether it stays inside the overlay root is checked when it is read.
 func validateOverlays(overlays []string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, o := range overlays {
-		if o == "" {
+		switch {
+		case o == "":
 			errs = append(errs, field.Required(p.Index(i), "want a file name"))
+		case filepath.IsAbs(o) || strings.HasPrefix(o, "/"):
+			errs = append(errs, field.Invalid(p.Index(i), o, "want a path relative to the spec's directory"))
 		}
 	}
 	return errs
@@ -301,7 +334,9 @@ func (r *Role) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.Required(p.Child("entrypoint"), ""))
 	}
 	for i, a := range r.Args {
-		errs = append(errs, checkMacros(a, p.Child("args").Index(i), true)...)
+		if strings.Contains(a, "${") { // the path is made only for an arg that may need it
+			errs = append(errs, checkMacros(a, p.Child("args").Index(i), true)...)
+		}
 	}
 	for _, e := range r.Env {
 		ep := p.Child("env").Key(e.Name)

@@ -316,7 +316,7 @@ done
 
 # The scheduler: a dry run of a role of 1,000 replicas against 1,000 in-process applies.
 # A dry run takes a tenth of a second: take the median of more runs.
-if read -r r_t r_m < <(measure $((RUNS * 5)) "$tmp/starpod" run --dry-run --app-id bench testdata/bench/app-1000.yaml); then
+if read -r r_t r_m < <(measure $((RUNS * 5)) "$tmp/starpod" run --dry-run --app-id bench --overlay-root . testdata/bench/app-1000.yaml); then
 	echo
 	echo "| scheduler | wall s | peak RSS MiB | vs 1,000 in-process applies |"
 	echo "|---|---:|---:|---:|"

@@ -7,9 +7,13 @@
 //	                                assert.true(cond, msg=None), assert.contains(container, item, msg=None),
 //	                                assert.fails(fn, pattern) (fn() must fail with an error matching pattern)
 //	apply(overlay_file, pod, ctx=None)  the pod (a dict) after the overlay in overlay_file (a path relative to
-//	                                the test file); ctx is a dict of app_id, role, replica_id, num_replicas,
-//	                                scheduler and args
+//	                                the test file); ctx is a dict, or a struct such as the ctx an overlay
+//	                                receives, of app_id, role, replica_id, num_replicas, scheduler and args
 //	pod_from_yaml(text)             the pod a YAML or JSON text describes, checked strictly
+//
+// Without a ctx, or outside a scheduler, the overlay's ctx.replica_id and ctx.num_replicas are
+// None; a ctx that gives either without a scheduler is a pod of "starpod run", whose scheduler
+// is kubernetes.
 //
 // A failed check is reported with its position and the test goes on; an error ends the test.
 // A failed check at the top level fails the file.
@@ -24,7 +28,7 @@
 // relative to the loading file, inside the directory of the test file, run once and frozen by
 // an [engine.Linker]; a load cycle fails the file.
 //
-// To run the tests of some files, use [Run].
+// To run the tests of some files, use [Run]; to check that a test file compiles, use [Check].
 package startest
 
 import (
@@ -51,6 +55,7 @@ import (
 	"github.com/starpod/starpod/builtins"
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
+	"github.com/starpod/starpod/internal/convert"
 )
 
 // Options configures [Run]. The zero value runs every test quietly with the engine's defaults.
@@ -102,14 +107,14 @@ func Find(paths []string) ([]string, error) {
 }
 
 // Run runs the tests of every file, writing a report like go test's to w, and reports
-// whether all passed.
-func Run(files []string, w io.Writer, opts *Options) bool {
+// whether all passed. The end of ctx stops the overlays the tests apply.
+func Run(ctx context.Context, files []string, w io.Writer, opts *Options) bool {
 	if opts == nil {
 		opts = &Options{}
 	}
 	ok := true
 	for _, file := range files {
-		if !runFile(file, w, opts) {
+		if !runFile(ctx, file, w, opts) {
 			ok = false
 		}
 	}
@@ -118,6 +123,7 @@ func Run(files []string, w io.Writer, opts *Options) bool {
 
 // runner holds the state of one test file's run.
 type runner struct {
+	ctx      context.Context
 	file     string
 	opts     *Options
 	overlays map[string]*engine.Overlay
@@ -180,9 +186,9 @@ func (r *runner) setLog(l *testLog) {
 
 // runFile runs the tests of file. Without -v, the report of each failed test is kept in a
 // buffer, so that when the file fails what its top level printed comes first.
-func runFile(file string, w io.Writer, opts *Options) bool {
+func runFile(ctx context.Context, file string, w io.Writer, opts *Options) bool {
 	start := time.Now()
-	r := &runner{file: file, opts: opts, overlays: make(map[string]*engine.Overlay)}
+	r := &runner{ctx: ctx, file: file, opts: opts, overlays: make(map[string]*engine.Overlay)}
 	var failed bytes.Buffer
 	out := io.Writer(&failed)
 	top := &testLog{}
@@ -200,24 +206,8 @@ func runFile(file string, w io.Writer, opts *Options) bool {
 		r.fail(errorText(err))
 		return failFile()
 	}
-	src, err := bound.ReadFile(file, bound.MaxScript, "test file")
+	prog, linker, predeclared, err := r.compile()
 	if err != nil {
-		return fileError(err)
-	}
-	predeclared := builtins.Predeclared()
-	predeclared["assert"] = r.assertModule()
-	predeclared["apply"] = starlark.NewBuiltin("apply", r.apply)
-	predeclared["pod_from_yaml"] = starlark.NewBuiltin("pod_from_yaml", podFromYAML)
-	_, prog, err := starlark.SourceProgramOptions(&syntax.FileOptions{Set: true}, file, src, predeclared.Has)
-	if err != nil {
-		return fileError(err)
-	}
-	// Modules see what test files see, and run like their top level.
-	linker := engine.NewLinker(engine.DirLoader(filepath.Dir(file)), &engine.LinkOptions{
-		Predeclared: predeclared,
-		Thread:      func(string) *starlark.Thread { return r.thread() },
-	})
-	if err := linker.Link(file, prog); err != nil {
 		return fileError(err)
 	}
 	thread := r.thread()
@@ -282,6 +272,60 @@ func runFile(file string, w io.Writer, opts *Options) bool {
 	}
 	fmt.Fprintf(w, "ok  \t%s\t%.3fs\n", file, time.Since(start).Seconds())
 	return true
+}
+
+// Check compiles the test file as Run does before it runs the file: it reads the file, checks
+// its syntax and resolves its names (the overlay helpers and assert, apply and pod_from_yaml),
+// and loads the modules it loads, which runs their top levels. It runs none of the file's own
+// code. It returns an *engine.Error. What the modules print is discarded.
+func Check(ctx context.Context, file string, opts *Options) error {
+	if opts == nil {
+		opts = &Options{}
+	}
+	r := &runner{ctx: ctx, file: file, opts: opts, overlays: make(map[string]*engine.Overlay)}
+	r.setLog(&testLog{w: io.Discard})
+	_, _, _, err := r.compile()
+	if err != nil {
+		var e *engine.Error
+		if !errors.As(err, &e) {
+			err = &engine.Error{Overlay: file, Err: err}
+		}
+	}
+	return err
+}
+
+// compile reads the test file, compiles it with the names test files see, and links the
+// modules it loads. It returns the program, the linker that serves its loads, and its
+// predeclared names.
+func (r *runner) compile() (*starlark.Program, *engine.Linker, starlark.StringDict, error) {
+	src, err := bound.ReadFile(r.file, bound.MaxScript, "test file")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	predeclared := r.predeclared()
+	prog, err := engine.CompileProgram(r.file, src, predeclared)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Modules see what test files see, and run like their top level.
+	linker := engine.NewLinker(engine.DirLoader(filepath.Dir(r.file)), &engine.LinkOptions{
+		Predeclared: predeclared,
+		Thread:      func(string) *starlark.Thread { return r.thread() },
+	})
+	if err := linker.Link(r.file, prog); err != nil {
+		return nil, nil, nil, err
+	}
+	return prog, linker, predeclared, nil
+}
+
+// predeclared returns the names a test file sees: the overlay helpers, and assert, apply and
+// pod_from_yaml.
+func (r *runner) predeclared() starlark.StringDict {
+	predeclared := builtins.Predeclared()
+	predeclared["assert"] = r.assertModule()
+	predeclared["apply"] = starlark.NewBuiltin("apply", r.apply)
+	predeclared["pod_from_yaml"] = starlark.NewBuiltin("pod_from_yaml", podFromYAML)
+	return predeclared
 }
 
 // thread returns a thread bounded by the test limits, whose print() goes to the running log.
@@ -411,27 +455,27 @@ func (r *runner) assertModule() *starlarkstruct.Module {
 func (r *runner) apply(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var file string
 	var podv starlark.Value
-	var ctxd *starlark.Dict
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "overlay_file", &file, "pod", &podv, "ctx?", &ctxd); err != nil {
+	var ctxv starlark.Value = starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "overlay_file", &file, "pod", &podv, "ctx?", &ctxv); err != nil {
 		return nil, err
 	}
 	o, err := r.overlay(file)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)
 	}
-	pod, err := engine.DecodePodValue(podv)
+	pod, err := convert.DecodePodValue(podv)
 	if err != nil {
 		return nil, fmt.Errorf("%s: invalid pod: %v", b.Name(), err)
 	}
-	env, err := envFromDict(ctxd)
+	env, err := envFromValue(ctxv)
 	if err != nil {
 		return nil, fmt.Errorf("%s: ctx: %v", b.Name(), err)
 	}
-	got, err := o.Apply(context.Background(), pod, env)
+	got, err := o.Apply(r.ctx, pod, env)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)
 	}
-	return engine.PodValue(got)
+	return convert.ToStarlark(got)
 }
 
 // overlay compiles (once per run) the overlay in file, relative to the test file.
@@ -457,7 +501,7 @@ func (r *runner) overlay(file string) (*engine.Overlay, error) {
 	if opts.Print == nil {
 		opts.Print = r.print
 	}
-	o, err := engine.Compile(path, src, &opts)
+	o, err := engine.Compile(r.ctx, path, src, &opts)
 	if err != nil {
 		return nil, err
 	}
@@ -465,19 +509,41 @@ func (r *runner) overlay(file string) (*engine.Overlay, error) {
 	return o, nil
 }
 
-// envFromDict reads a ctx dict.
-func envFromDict(d *starlark.Dict) (*engine.Env, error) {
+// envFromValue reads the ctx argument of apply: None, a dict, or a struct such as the ctx an
+// overlay receives, with the fields app_id, role, replica_id, num_replicas, scheduler and args,
+// each optional. A replica_id or num_replicas that is not None without a scheduler stands for
+// a pod of "starpod run", whose scheduler is kubernetes.
+func envFromValue(v starlark.Value) (*engine.Env, error) {
 	env := &engine.Env{}
-	if d == nil {
+	var fields []string
+	var get func(string) (starlark.Value, error)
+	switch v := v.(type) {
+	case starlark.NoneType:
 		return env, nil
-	}
-	for _, item := range d.Items() {
-		k, ok := starlark.AsString(item[0])
-		if !ok {
-			return nil, fmt.Errorf("got %s key, want string", item[0].Type())
+	case *starlark.Dict:
+		for _, k := range v.Keys() {
+			s, ok := starlark.AsString(k)
+			if !ok {
+				return nil, fmt.Errorf("got %s key, want string", k.Type())
+			}
+			fields = append(fields, s)
 		}
-		v := item[1]
-		var err error
+		get = func(k string) (starlark.Value, error) {
+			x, _, err := v.Get(starlark.String(k))
+			return x, err
+		}
+	case *starlarkstruct.Struct:
+		fields = v.AttrNames()
+		get = v.Attr
+	default:
+		return nil, fmt.Errorf("got %s, want dict, struct or None", v.Type())
+	}
+	replica := false // a replica_id or num_replicas is given
+	for _, k := range fields {
+		v, err := get(k)
+		if err != nil {
+			return nil, err
+		}
 		switch k {
 		case "app_id":
 			env.AppID, err = str(v)
@@ -485,10 +551,18 @@ func envFromDict(d *starlark.Dict) (*engine.Env, error) {
 			env.Role, err = str(v)
 		case "scheduler":
 			env.Scheduler, err = str(v)
-		case "replica_id":
-			err = starlark.AsInt(v, &env.ReplicaID)
-		case "num_replicas":
-			err = starlark.AsInt(v, &env.NumReplicas)
+		case "replica_id", "num_replicas":
+			if v == starlark.None {
+				break
+			}
+			replica = true
+			n := &env.ReplicaID
+			if k == "num_replicas" {
+				n = &env.NumReplicas
+			}
+			if err = starlark.AsInt(v, n); err == nil && *n < 0 {
+				err = fmt.Errorf("got %d, want at least 0", *n)
+			}
 		case "args":
 			ad, ok := v.(*starlark.Dict)
 			if !ok {
@@ -509,6 +583,9 @@ func envFromDict(d *starlark.Dict) (*engine.Env, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", k, err)
 		}
+	}
+	if replica && env.Scheduler == "" {
+		env.Scheduler = "kubernetes"
 	}
 	return env, nil
 }
@@ -538,9 +615,9 @@ func podFromYAML(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err := dec.Decode(&obj); err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)
 	}
-	pod, err := engine.DecodePod(obj)
+	pod, err := convert.DecodePod(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s: invalid pod: %v", b.Name(), err)
 	}
-	return engine.PodValue(pod)
+	return convert.ToStarlark(pod)
 }

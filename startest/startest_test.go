@@ -1,6 +1,7 @@
 package startest_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -60,7 +61,7 @@ def test_fails_ok():
 `)
 	file := filepath.Join(dir, "gpu_test.star")
 	var out strings.Builder
-	if startest.Run([]string{file}, &out, &startest.Options{Verbose: true}) {
+	if startest.Run(context.Background(), []string{file}, &out, &startest.Options{Verbose: true}) {
 		t.Fatalf("Run passed, want a failure:\n%s", out.String())
 	}
 	for _, want := range []string{
@@ -77,7 +78,7 @@ def test_fails_ok():
 	}
 
 	out.Reset()
-	if !startest.Run([]string{file}, &out, &startest.Options{Run: regexp.MustCompile("pass|ok")}) {
+	if !startest.Run(context.Background(), []string{file}, &out, &startest.Options{Run: regexp.MustCompile("pass|ok")}) {
 		t.Fatalf("-run pass|ok failed:\n%s", out.String())
 	}
 	if !strings.HasPrefix(out.String(), "ok  \t"+file+"\t") {
@@ -105,7 +106,7 @@ def test_shared():
 	// A cycle fails the file and names every module in it.
 	file := filepath.Join(dir, "cycle_test.star")
 	var out strings.Builder
-	if startest.Run([]string{file}, &out, nil) {
+	if startest.Run(context.Background(), []string{file}, &out, nil) {
 		t.Fatalf("Run passed, want a load cycle:\n%s", out.String())
 	}
 	a, b := filepath.Join(dir, "lib", "a.star"), filepath.Join(dir, "lib", "b.star")
@@ -117,7 +118,7 @@ def test_shared():
 	// A module that two modules load runs once, and is frozen.
 	file = filepath.Join(dir, "shared_test.star")
 	out.Reset()
-	if !startest.Run([]string{file}, &out, &startest.Options{Verbose: true}) {
+	if !startest.Run(context.Background(), []string{file}, &out, &startest.Options{Verbose: true}) {
 		t.Fatalf("Run failed:\n%s", out.String())
 	}
 	if n := strings.Count(out.String(), "common runs"); n != 1 {
@@ -150,7 +151,7 @@ def test_fail():
 		{nil, false, "F:1: top\n--- FAIL: test_fail\n    F:8: fail\n    F:9: got 1, want 2\nFAIL\tF\n"},
 	} {
 		var out strings.Builder
-		if ok := startest.Run([]string{file}, &out, test.opts); ok != test.ok {
+		if ok := startest.Run(context.Background(), []string{file}, &out, test.opts); ok != test.ok {
 			t.Errorf("Run = %v, want %v:\n%s", ok, test.ok, out.String())
 		}
 		got := regexp.MustCompile(` \(\d+\.\d+s\)|\t\d+\.\d+s`).ReplaceAllString(out.String(), "")
@@ -158,5 +159,59 @@ def test_fail():
 		if diff := cmp.Diff(test.want, got); diff != "" {
 			t.Errorf("%+v: (-want +got):\n%s", test.opts, diff)
 		}
+	}
+}
+
+// TestCheck checks that Check compiles a test file as Run does, without running it.
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "lib/pods.star", "POD = pod_from_yaml(\"kind: Pod\\nspec: {containers: [{name: c, image: i}]}\\n\")\n")
+	write(t, dir, "good_test.star", "load(\"lib/pods.star\", \"POD\")\n\ndef test_never_run():\n    assert.eq(apply(\"x.star\", POD), None)\n    fail(\"run\")\n\nfail(\"top level run\")\n")
+	write(t, dir, "typo_test.star", "def test_typo():\n    asert.eq(1, 1)\n")
+	write(t, dir, "fstring_test.star", "def test_f():\n    print(f\"{1}\")\n")
+	write(t, dir, "load_test.star", "load(\"lib/missing.star\", \"X\")\n")
+	ctx := context.Background()
+	if err := startest.Check(ctx, filepath.Join(dir, "good_test.star"), nil); err != nil {
+		t.Errorf("good_test.star: %v", err)
+	}
+	for file, want := range map[string]string{
+		"typo_test.star":    `typo_test.star:2:5: undefined: asert; did you mean "assert"\?$`,
+		"fstring_test.star": `fstring_test.star:2:11: f-strings are not Starlark; `,
+		"load_test.star":    `load_test.star:1:6: cannot load lib/missing.star: `,
+		"none_test.star":    `none_test.star`,
+	} {
+		err := startest.Check(ctx, filepath.Join(dir, file), nil)
+		if err == nil || !regexp.MustCompile(want).MatchString(err.Error()) {
+			t.Errorf("%s: got %v, want an error matching %s", file, err, want)
+		}
+	}
+}
+
+// TestApplyCtx checks the ctx argument of apply: a dict or a struct, with None for the
+// replica outside a scheduler.
+func TestApplyCtx(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "ctx.star", "def overlay(pod, ctx):\n    pod[\"metadata\"] = {\"name\": \"%s-%s-%s-%s\" % (ctx.role, ctx.replica_id, ctx.num_replicas, ctx.scheduler)}\n")
+	write(t, dir, "ctx_test.star", `
+POD = pod_from_yaml("kind: Pod\nspec:\n  containers: [{name: c, image: i}]\n")
+
+def name(ctx):
+    return apply("ctx.star", POD, ctx = ctx)["metadata"]["name"]
+
+def test_ctx():
+    assert.eq(name(None), "-None-None-")
+    assert.eq(name({}), "-None-None-")
+    assert.eq(name({"role": "r", "replica_id": 1, "num_replicas": 2}), "r-1-2-kubernetes")
+    assert.eq(name({"replica_id": 1, "num_replicas": 2, "scheduler": "local"}), "-1-2-local")
+    assert.eq(name(struct(app_id = "a", role = "r", replica_id = 0, num_replicas = 1, scheduler = "kubernetes", args = {"k": "v"})), "r-0-1-kubernetes")
+    assert.eq(name(struct(app_id = "", role = "", replica_id = None, num_replicas = None, scheduler = "", args = {})), "-None-None-")
+    assert.fails(lambda: name({"replica_id": -1}), "apply: ctx: replica_id: got -1, want at least 0")
+    assert.fails(lambda: name({"replica_id": "1"}), "apply: ctx: replica_id: ")
+    assert.fails(lambda: name(struct(rank = 1)), 'apply: ctx: unknown key "rank"')
+    assert.fails(lambda: name([]), "apply: ctx: got list, want dict, struct or None")
+`)
+	var out strings.Builder
+	if !startest.Run(context.Background(), []string{filepath.Join(dir, "ctx_test.star")}, &out, nil) {
+		t.Errorf("failed:\n%s", out.String())
 	}
 }

@@ -15,8 +15,11 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/bound"
+	"github.com/starpod/starpod/internal/convert"
 	"github.com/starpod/starpod/internal/stream"
 )
 
@@ -24,9 +27,11 @@ func init() { commands = append(commands, newApplyCmd) }
 
 type applyFlags struct {
 	overlayFlags
-	files  []string
-	output string
-	jobs   int
+	files    []string
+	output   string
+	jobs     int
+	maxDoc   string // --max-document-size
+	maxInput string // --max-input-size
 }
 
 func newApplyCmd(a *app) *cobra.Command {
@@ -41,7 +46,13 @@ documents are applied at the same time, and output beyond 1 MiB waits in a tempo
 which is removed at the end.
 
 Nothing is written unless every document succeeds: on any error, standard output stays
-empty, the error goes to standard error and the exit code is 1.`,
+empty, the error goes to standard error and the exit code is 1.
+
+Streams are split as kubectl splits them: a line "---" (with spaces or a comment after it)
+separates YAML documents, and a line that starts with "---" followed by anything else is an
+error. A document that parses to nothing ("null") is written as it was. A document larger
+than --max-document-size, also once its YAML aliases are expanded, and input larger than
+--max-input-size (all files together) are errors. Only regular files and pipes are read.`,
 		Example: `  starpod apply --overlay-script gpu.star -f pod.yaml
   kubectl get pod trainer -o yaml | starpod apply --overlay-script gpu.star -o json`,
 		Args: usageArgs(cobra.NoArgs),
@@ -50,16 +61,16 @@ empty, the error goes to standard error and the exit code is 1.`,
 		},
 	}
 	f.register(cmd.Flags(), true)
+	f.registerCtx(cmd.Flags())
 	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "`FILE` to read, - for standard input (repeatable; default: standard input)")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "documents to apply at the same time (output order is unchanged)")
+	cmd.Flags().StringVar(&f.maxDoc, "max-document-size", bound.FormatSize(stream.DefaultMaxDocumentBytes), "largest `SIZE` of one document, also with its YAML aliases expanded (e.g. 16Mi)")
+	cmd.Flags().StringVar(&f.maxInput, "max-input-size", bound.FormatSize(stream.DefaultMaxInputBytes), "largest `SIZE` of the input, all files together (e.g. 4Gi)")
 	return cmd
 }
 
 func runApply(ctx context.Context, a *app, f *applyFlags) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	if len(f.scripts) == 0 {
 		return usagef("apply: no --overlay-script given")
 	}
@@ -68,6 +79,14 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	}
 	if f.jobs < 1 {
 		return usagef("--jobs: got %d, want a positive number", f.jobs)
+	}
+	maxDoc, err := sizeFlag("--max-document-size", f.maxDoc)
+	if err != nil {
+		return err
+	}
+	maxInput, err := sizeFlag("--max-input-size", f.maxInput)
+	if err != nil {
+		return err
 	}
 	files := f.files
 	if len(files) == 0 {
@@ -86,7 +105,7 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	if err != nil {
 		return err
 	}
-	chain, err := f.compile(a, f.scripts)
+	chain, err := f.compile(ctx, a, f.scripts)
 	if err != nil {
 		return err
 	}
@@ -98,7 +117,8 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 		// for about a tenth more time. GOGC in the environment still decides.
 		debug.SetGCPercent(50)
 	}
-	p := &pipeline{ctx: ctx, a: a, chain: chain, env: env, format: f.output}
+	p := &pipeline{ctx: ctx, a: a, chain: chain, env: env, format: f.output,
+		limits: stream.ReaderOptions{MaxDocumentBytes: maxDoc, MaxInputBytes: maxInput}}
 	out := &spool{limit: spoolMemory}
 	defer out.Close()
 	if err := p.run(files, f.jobs, out); err != nil {
@@ -107,9 +127,19 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	return out.copyTo(a.stdout)
 }
 
+// sizeFlag parses the value of a size flag: a positive Kubernetes quantity of bytes.
+func sizeFlag(name, value string) (int64, error) {
+	q, err := resource.ParseQuantity(value)
+	if bound.Quantity(value) != nil || err != nil || q.Sign() <= 0 || q.Value() <= 0 {
+		return 0, usagef("%s: got %q, want a positive size such as 16Mi", name, value)
+	}
+	return q.Value(), nil
+}
+
 // Sizes of the apply pipeline.
 const (
 	batchSize   = 32      // documents a job takes at a time (one worker round trip per overlay)
+	batchBytes  = 1 << 20 // text a job takes at a time, beyond which a batch ends before batchSize
 	spoolMemory = 1 << 20 // output kept in memory before it goes to a temporary file
 )
 
@@ -122,6 +152,7 @@ type pipeline struct {
 	chain  engine.Chain
 	env    *engine.Env
 	format string
+	limits stream.ReaderOptions // of every stream; InputOffset counts the streams before
 }
 
 // A batch is consecutive documents of the input, or the error that ended reading.
@@ -195,6 +226,7 @@ func (p *pipeline) read(ctx context.Context, files []string, jobs int, work, ord
 	}
 	newBatch := func() *batch { return &batch{done: make(chan struct{})} }
 	b := newBatch()
+	text := 0 // the text of the documents of b
 	for _, file := range files {
 		ok := true
 		err := p.readFile(file, func(doc *stream.Document) bool {
@@ -204,11 +236,13 @@ func (p *pipeline) read(ctx context.Context, files []string, jobs int, work, ord
 				doc.Parse() // an error waits for the applier, which parses again
 			}
 			b.docs = append(b.docs, doc)
-			if len(b.docs) < batchSize {
+			// A batch ends at batchSize documents, or earlier at batchBytes of text, so
+			// that the batches under way hold little text even when documents are large.
+			if text += len(doc.Raw); len(b.docs) < batchSize && text < batchBytes {
 				return true
 			}
 			ok = send(b)
-			b = newBatch()
+			b, text = newBatch(), 0
 			return ok
 		})
 		if err != nil {
@@ -223,24 +257,26 @@ func (p *pipeline) read(ctx context.Context, files []string, jobs int, work, ord
 	send(b)
 }
 
-// readFile calls yield with every document of one stream until yield returns false.
+// readFile calls yield with every document of one stream until yield returns false. It
+// reads only regular files and pipes, and standard input for "-".
 func (p *pipeline) readFile(file string, yield func(*stream.Document) bool) error {
 	var r io.Reader
 	name := file
 	if file == "-" {
 		r, name = p.a.stdin, "<stdin>"
 	} else {
-		fh, err := os.Open(file)
+		fh, err := bound.Open(file)
 		if err != nil {
 			return err
 		}
 		defer fh.Close()
 		r = fh
 	}
-	sr := stream.NewReader(name, r)
+	sr := p.limits.NewReader(name, r)
 	for {
 		doc, err := sr.NextText() // parsed by apply, in parallel
 		if err == io.EOF {
+			p.limits.InputOffset = sr.InputOffset()
 			return nil
 		}
 		if err != nil {
@@ -258,7 +294,7 @@ func (p *pipeline) readFile(file string, yield func(*stream.Document) bool) erro
 func (p *pipeline) apply(ctx context.Context, b *batch) {
 	var pods []*corev1.Pod
 	var podDocs []int                                // the index in docs of each pod
-	docs := make([]*stream.Document, 0, len(b.docs)) // the documents with content before the first failure
+	docs := make([]*stream.Document, 0, len(b.docs)) // the documents before the first failure
 	var docErr error
 	for _, doc := range b.docs {
 		ok, err := doc.Parse()
@@ -266,10 +302,7 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 			docErr = err
 			break
 		}
-		if !ok {
-			continue // nothing but null
-		}
-		if isPod(doc) {
+		if ok && isPod(doc) {
 			pod, err := decodePod(doc)
 			if err != nil {
 				docErr = err
@@ -324,7 +357,7 @@ func isPod(doc *stream.Document) bool {
 
 // decodePod decodes a Pod document strictly, reporting every problem with its field path.
 func decodePod(doc *stream.Document) (*corev1.Pod, error) {
-	pod, err := engine.DecodePod(doc.Object)
+	pod, err := convert.DecodePod(doc.Object)
 	if err != nil {
 		var b strings.Builder
 		for i, line := range strings.Split(err.Error(), "\n") {
@@ -339,8 +372,16 @@ func decodePod(doc *stream.Document) (*corev1.Pod, error) {
 }
 
 // docError puts the document an overlay failed on in front of the overlay's error, and its
-// backtrace after it.
+// backtrace after it. A result over its size limit is the input's fault when the pod was over
+// that limit before any overlay ran: that is an error of the document.
 func docError(doc *stream.Document, pod *corev1.Pod, err error) error {
+	var lim *engine.LimitError
+	if errors.As(err, &lim) && lim.Limit == engine.LimitResultSize {
+		if data, jerr := json.Marshal(pod); jerr == nil && len(data) > engine.DefaultMaxResultBytes {
+			return fmt.Errorf("%s:%d: document %d: pod %q is larger than the size limit of a result, %s of JSON, before any overlay runs",
+				doc.File, doc.Line, doc.Index+1, pod.Name, bound.FormatSize(engine.DefaultMaxResultBytes))
+		}
+	}
 	where := fmt.Sprintf("%s:%d: pod %q", doc.File, doc.Line, pod.Name)
 	var b strings.Builder
 	for i, line := range strings.Split(err.Error(), "\n") {
@@ -419,6 +460,9 @@ func (s *spool) Write(p []byte) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		// Unlinked at once: the file lives as long as it is open, and nothing is left
+		// behind however the process ends (Ctrl-C, a kill, a crash).
+		os.Remove(f.Name())
 		s.file, s.bw = f, bufio.NewWriterSize(f, 64<<10)
 		if _, err := s.bw.Write(s.mem.Bytes()); err != nil {
 			return 0, err
@@ -447,10 +491,10 @@ func (s *spool) copyTo(w io.Writer) error {
 	return err
 }
 
-// Close removes the temporary file, if there is one.
+// Close closes the temporary file, if there is one, which frees its space: it was unlinked
+// when it was made.
 func (s *spool) Close() {
 	if s.file != nil {
 		s.file.Close()
-		os.Remove(s.file.Name())
 	}
 }

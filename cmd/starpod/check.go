@@ -1,9 +1,21 @@
 package main
 
+// This file defines "starpod check", which compiles overlays, and test files as "starpod
+// test" compiles them, without running them.
+
 import (
+	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/bound"
+	"github.com/starpod/starpod/internal/sandbox"
+	"github.com/starpod/starpod/startest"
 )
 
 func init() { commands = append(commands, newCheckCmd) }
@@ -12,28 +24,94 @@ func newCheckCmd(a *app) *cobra.Command {
 	f := &overlayFlags{}
 	cmd := &cobra.Command{
 		Use:   "check FILE...",
-		Short: "Compile overlays without applying them",
+		Short: "Compile overlays and overlay tests without running them",
 		Long: `Check compiles each overlay file: syntax, names, loads, the top level, and the
-overlay(pod) or overlay(pod, ctx) function. It prints every error and exits 1 if there
-was any; it prints nothing when all files are good.`,
-		Args: usageArgs(cobra.MinimumNArgs(1)),
+overlay(pod) or overlay(pod, ctx) function. A *_test.star file is checked as starpod test
+compiles it, with assert, apply and pod_from_yaml predeclared: syntax, names and loads; its
+tests do not run. It prints every error and exits 1 if there was any; it prints nothing when
+all files are good.
+
+With --isolation worker (the default) no file is parsed in this process: overlays compile in
+worker processes, and each test file in a process of its own, limited to --max-memory.`,
+		Example: `  starpod check overlays/*.star`,
+		Args:    usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, files []string) error {
-			failed := false
-			for _, file := range files {
-				if _, err := f.compileFile(a, file); err != nil {
-					if _, ok := err.(*usageError); ok {
-						return err
-					}
-					fmt.Fprintln(a.stderr, err)
-					failed = true
-				}
-			}
-			if failed {
-				return &exitCodeError{exitError}
-			}
-			return nil
+			return runCheck(cmd.Context(), a, f, files)
 		},
 	}
 	f.register(cmd.Flags(), false)
 	return cmd
+}
+
+func runCheck(ctx context.Context, a *app, f *overlayFlags, files []string) error {
+	// A check process limits its memory before it reads any file.
+	child := sandbox.IsChild()
+	if child {
+		if err := sandbox.Enter(); err != nil {
+			fmt.Fprintln(a.stderr, err)
+			return &exitCodeError{exitLimitRefused}
+		}
+	}
+	failed := false
+	for _, file := range files {
+		var err error
+		if strings.HasSuffix(file, "_test.star") {
+			err = f.checkTestFile(ctx, a, file, child)
+		} else {
+			_, err = f.compileFile(ctx, a, file)
+		}
+		if err != nil {
+			if _, ok := err.(*usageError); ok {
+				return err
+			}
+			if _, ok := err.(*exitCodeError); !ok {
+				fmt.Fprintln(a.stderr, err)
+			}
+			failed = true
+		}
+	}
+	if failed {
+		return &exitCodeError{exitError}
+	}
+	return nil
+}
+
+// checkTestFile checks the test file: in this process with --isolation none or in a check
+// process, and otherwise in a check process of its own, which prints its errors, limited to
+// --max-memory. It returns an *exitCodeError when the check process printed the errors.
+func (f *overlayFlags) checkTestFile(ctx context.Context, a *app, file string, child bool) error {
+	opts, err := f.options(a, file)
+	if err != nil {
+		return err
+	}
+	if child || opts.Isolation == engine.InProcess {
+		return startest.Check(ctx, file, &startest.Options{Engine: opts})
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	cmd := sandbox.Command(ctx, opts.MaxMemory, exe, "check", "--isolation=none",
+		"--max-steps="+strconv.FormatUint(f.maxSteps, 10), "--timeout="+f.timeout.String(), "--", file)
+	// What the process writes to standard error is its errors, unless it dies: then it is
+	// the runtime's crash report, and the error is why it died.
+	stderr := &headBuffer{max: maxTestStderr}
+	cmd.Stdout, cmd.Stderr = a.stdout, stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: starting a check process: %v", file, err)
+	}
+	switch code := cmd.ProcessState.ExitCode(); code {
+	case exitOK, exitError, exitLimitRefused:
+		if _, err := a.stderr.Write(stderr.Bytes()); err != nil {
+			return err
+		}
+		if code == exitOK {
+			return nil
+		}
+		return &exitCodeError{code}
+	}
+	if failure := cmd.Failure(); failure != nil && failure.Reason == sandbox.Memory {
+		return &engine.Error{Overlay: file, Err: &engine.LimitError{Limit: engine.LimitMemory, Value: bound.FormatSize(opts.MaxMemory)}}
+	}
+	return fmt.Errorf("%s: the check process failed: %s", file, cmd.ProcessState)
 }

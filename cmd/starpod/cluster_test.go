@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +43,7 @@ func TestClusterExitCodes(t *testing.T) {
 		{[]string{"cancel", "--kubeconfig", filepath.Join(dir, "missing"), "app"}, exitError},
 	} {
 		var stdout, stderr bytes.Buffer
-		got := run(test.args, strings.NewReader(""), &stdout, &stderr)
+		got := run(context.Background(), test.args, strings.NewReader(""), &stdout, &stderr)
 		if got != test.want {
 			t.Errorf("starpod %s: exit %d, want %d; stderr:\n%s", strings.Join(test.args, " "), got, test.want, stderr.String())
 		}

@@ -2,6 +2,23 @@
 // apps of roles as Volcano Jobs. Run "starpod --help" for the commands.
 package main
 
-import "os"
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
 
-func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+	"github.com/starpod/starpod/engine"
+)
+
+func main() {
+	// A worker serves its parent at once, without the signal handling below: its parent stops
+	// it, and the thread that waits for signals would take address space from its memory limit.
+	engine.ServeWorkerIfRequested()
+	// Ctrl-C or a SIGTERM ends the context: the overlay workers stop, an apply leaves no
+	// output behind, and a second signal ends the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

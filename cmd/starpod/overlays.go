@@ -4,10 +4,15 @@ package main
 // become compiled overlays.
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,9 +20,11 @@ import (
 	"github.com/spf13/pflag"
 	"go.starlark.net/syntax"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
+	"github.com/starpod/starpod/internal/spell"
 )
 
 // overlayFlags are the flags of the commands that run overlays.
@@ -27,8 +34,10 @@ type overlayFlags struct {
 	root     string
 	maxSteps uint64
 	timeout  time.Duration
-	memory   string // --max-memory
-	isolate  string // --isolation
+	memory   string   // --max-memory
+	isolate  string   // --isolation
+	ctx      []string // --ctx, of apply
+	ctxFile  string   // --ctx-file, of apply
 }
 
 // register adds the flags to fs. withScripts says whether --overlay-script is one of them.
@@ -42,6 +51,15 @@ func (f *overlayFlags) register(fs *pflag.FlagSet, withScripts bool) {
 	fs.DurationVar(&f.timeout, "timeout", engine.DefaultTimeout, "wall time allowed per overlay apply")
 	fs.StringVar(&f.memory, "max-memory", "512Mi", "memory `SIZE` allowed to the worker process that runs overlays (e.g. 256Mi, 1Gi)")
 	fs.StringVar(&f.isolate, "isolation", "worker", "where overlays run: worker (isolated processes with --max-memory) or none (in this process, faster, with no memory limit: for trusted overlays only)")
+}
+
+// registerCtx adds --ctx and --ctx-file to fs: the ctx of overlays that run outside a
+// scheduler, for apply.
+func (f *overlayFlags) registerCtx(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&f.ctx, "ctx", nil, "`KEY=VALUE` of the ctx overlays see, to try them as replica N of M: app_id, role, replica_id, num_replicas "+
+		"or scheduler (repeatable; replica_id and num_replicas go together, and make the scheduler kubernetes unless it is given)")
+	fs.StringVar(&f.ctxFile, "ctx-file", "", "YAML `FILE` of the ctx overlays see: app_id, role, replica_id, num_replicas, scheduler and args, "+
+		"as in examples/replica-labels/env.yaml (--ctx and --overlay-arg override it)")
 }
 
 // overlayArgs parses --overlay-arg values.
@@ -116,11 +134,11 @@ func (a *app) printer() func(pos syntax.Position, msg string) {
 }
 
 // compile compiles files in order. It reports every file's errors, not only the first.
-func (f *overlayFlags) compile(a *app, files []string) (engine.Chain, error) {
+func (f *overlayFlags) compile(ctx context.Context, a *app, files []string) (engine.Chain, error) {
 	var chain engine.Chain
 	var errs []string
 	for _, file := range files {
-		o, err := f.compileFile(a, file)
+		o, err := f.compileFile(ctx, a, file)
 		var usage *usageError
 		if errors.As(err, &usage) {
 			return nil, err
@@ -137,7 +155,7 @@ func (f *overlayFlags) compile(a *app, files []string) (engine.Chain, error) {
 	return chain, nil
 }
 
-func (f *overlayFlags) compileFile(a *app, file string) (*engine.Overlay, error) {
+func (f *overlayFlags) compileFile(ctx context.Context, a *app, file string) (*engine.Overlay, error) {
 	opts, err := f.options(a, file)
 	if err != nil {
 		return nil, err
@@ -147,16 +165,238 @@ func (f *overlayFlags) compileFile(a *app, file string) (*engine.Overlay, error)
 	if err != nil {
 		return nil, err
 	}
-	return engine.Compile(file, src, opts)
+	return engine.Compile(ctx, file, src, opts)
 }
 
-// env returns the ctx of overlays run outside a scheduler.
+// env returns the ctx of overlays run outside a scheduler: --ctx-file, then --ctx and
+// --overlay-arg. Without them ctx.replica_id and ctx.num_replicas are None.
 func (f *overlayFlags) env() (*engine.Env, error) {
 	args, err := f.overlayArgs()
 	if err != nil {
 		return nil, err
 	}
-	return &engine.Env{Args: args}, nil
+	c := &ctxSpec{}
+	if f.ctxFile != "" {
+		if err := c.readFile(f.ctxFile); err != nil {
+			return nil, err
+		}
+	}
+	given := make(map[string]bool)
+	for _, kv := range f.ctx {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, usagef("--ctx %q: got no '=', want KEY=VALUE", kv)
+		}
+		if given[k] {
+			return nil, usagef("--ctx %q: key %q given twice", kv, k)
+		}
+		given[k] = true
+		if err := c.set(k, v); err != nil {
+			return nil, usagef("--ctx %s: %v", kv, err)
+		}
+	}
+	if len(args) > 0 && c.args == nil {
+		c.args = make(map[string]string, len(args))
+	}
+	for k, v := range args {
+		c.args[k] = v
+	}
+	env, err := c.env()
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return env, nil
+}
+
+// ctxKeys are the keys of --ctx, and with args those of --ctx-file.
+var ctxKeys = []string{"app_id", "role", "replica_id", "num_replicas", "scheduler"}
+
+// maxCtxFile bounds the size of a --ctx-file.
+const maxCtxFile = 1 << 20
+
+// A ctxSpec is a ctx as the command line gives it; a nil field was not given.
+type ctxSpec struct {
+	appID, role, scheduler *string
+	replicaID, numReplicas *int
+	args                   map[string]string
+}
+
+// set sets the field k to the text v, from --ctx.
+func (c *ctxSpec) set(k, v string) error {
+	switch k {
+	case "app_id":
+		c.appID = &v
+	case "role":
+		c.role = &v
+	case "scheduler":
+		if v == "" {
+			return errors.New(`got "", want a scheduler such as kubernetes`)
+		}
+		c.scheduler = &v
+	case "replica_id", "num_replicas":
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("got %q, want a whole number", v)
+		}
+		return c.setReplica(k, n)
+	case "args":
+		return errors.New("the args are --overlay-arg KEY=VALUE")
+	default:
+		return fmt.Errorf("unknown key %q; want %s%s", k, oneOf(ctxKeys), didYouMean(k, ctxKeys))
+	}
+	return nil
+}
+
+// setReplica sets replica_id or num_replicas (k) to n.
+func (c *ctxSpec) setReplica(k string, n int) error {
+	least, field := 0, &c.replicaID
+	if k == "num_replicas" {
+		least, field = 1, &c.numReplicas
+	}
+	if n < least {
+		return fmt.Errorf("got %d, want at least %d", n, least)
+	}
+	*field = &n
+	return nil
+}
+
+// readFile reads a ctx file: YAML whose keys are those of --ctx and args, a mapping of
+// strings to strings. A null value is a key not given.
+func (c *ctxSpec) readFile(file string) error {
+	data, err := bound.ReadFile(file, maxCtxFile, "ctx file")
+	if err != nil {
+		return fmt.Errorf("--ctx-file: %w", err)
+	}
+	bad := func(format string, args ...any) error {
+		return usagef("--ctx-file %s: %s", file, fmt.Sprintf(format, args...))
+	}
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return bad("%v", err)
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return bad("got %s, want a mapping of %s and args", jsonKind(j), strings.Join(ctxKeys, ", "))
+	}
+	keys := append(slices.Clone(ctxKeys), "args")
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		if !slices.Contains(keys, k) {
+			return bad("unknown key %q; want %s%s", k, oneOf(keys), didYouMean(k, keys))
+		}
+		if v == nil {
+			continue
+		}
+		switch k {
+		case "replica_id", "num_replicas":
+			num, ok := v.(json.Number)
+			n, err := num.Int64()
+			if !ok || err != nil || int64(int(n)) != n {
+				return bad("%s: got %s, want a whole number", k, jsonText(v))
+			}
+			if err := c.setReplica(k, int(n)); err != nil {
+				return bad("%s: %v", k, err)
+			}
+		case "args":
+			args, ok := v.(map[string]any)
+			if !ok {
+				return bad("args: got %s, want a mapping of strings to strings", jsonText(v))
+			}
+			c.args = make(map[string]string, len(args))
+			for _, ak := range sortedKeys(args) {
+				s, ok := args[ak].(string)
+				if !ok {
+					return bad("args.%s: got %s, want a string", ak, jsonText(args[ak]))
+				}
+				c.args[ak] = s
+			}
+		default:
+			s, ok := v.(string)
+			if !ok {
+				return bad("%s: got %s, want a string", k, jsonText(v))
+			}
+			if err := c.set(k, s); err != nil {
+				return bad("%s: %v", k, err)
+			}
+		}
+	}
+	return nil
+}
+
+// env checks the ctx and returns it: replica_id and num_replicas go together, the one below
+// the other, and give a scheduler (kubernetes unless one is given); a scheduler needs them.
+func (c *ctxSpec) env() (*engine.Env, error) {
+	env := &engine.Env{Args: c.args}
+	if c.appID != nil {
+		env.AppID = *c.appID
+	}
+	if c.role != nil {
+		env.Role = *c.role
+	}
+	switch {
+	case c.replicaID == nil && c.numReplicas == nil:
+		if c.scheduler != nil {
+			return nil, fmt.Errorf("ctx: scheduler %s without replica_id and num_replicas; under a scheduler a pod is replica N of M: give both", *c.scheduler)
+		}
+		return env, nil
+	case c.numReplicas == nil:
+		return nil, fmt.Errorf("ctx: replica_id without num_replicas; a pod is replica N of M: give both, as in --ctx replica_id=%d --ctx num_replicas=%d", *c.replicaID, *c.replicaID+1)
+	case c.replicaID == nil:
+		return nil, fmt.Errorf("ctx: num_replicas without replica_id; a pod is replica N of M: give both, as in --ctx replica_id=0 --ctx num_replicas=%d", *c.numReplicas)
+	case *c.replicaID >= *c.numReplicas:
+		return nil, fmt.Errorf("ctx: got replica_id %d of num_replicas %d, want replica_id below num_replicas (replicas count from 0)", *c.replicaID, *c.numReplicas)
+	}
+	env.ReplicaID, env.NumReplicas, env.Scheduler = *c.replicaID, *c.numReplicas, "kubernetes"
+	if c.scheduler != nil {
+		env.Scheduler = *c.scheduler
+	}
+	return env, nil
+}
+
+// oneOf lists words as "a, b or c".
+func oneOf(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// didYouMean returns ` (did you mean "x"?)` for the candidate nearest to name, or "".
+func didYouMean(name string, candidates []string) string {
+	if n := spell.Nearest(name, candidates); n != "" && n != name {
+		return fmt.Sprintf(" (did you mean %q?)", n)
+	}
+	return ""
+}
+
+// jsonKind names the kind of the JSON value j.
+func jsonKind(j []byte) string {
+	var v any
+	if json.Unmarshal(j, &v) != nil {
+		return "nothing"
+	}
+	return jsonText(v)
+}
+
+// jsonText describes a decoded JSON value for a message.
+func jsonText(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return strconv.FormatBool(v)
+	case json.Number:
+		return v.String()
+	case string:
+		return strconv.Quote(v)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // sortedKeys returns m's keys in order.

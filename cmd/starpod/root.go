@@ -3,6 +3,7 @@ package main
 // This file defines the root command, exit codes and the registry of subcommands.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -71,12 +72,13 @@ limited in steps, time and memory, and validated strictly against the Pod schema
 	return root
 }
 
-// run executes the command line args and returns the process exit code.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// run executes the command line args and returns the process exit code. The end of ctx
+// stops the command.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(a)
 	root.SetArgs(goStyleFlags(args))
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -20,7 +21,7 @@ import (
 // TestMain lets the test binary act as the starpod command inside scripts.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"starpod": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"starpod": main,
 	})
 }
 
@@ -34,6 +35,7 @@ func TestScript(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":   exits,
 			"bounded": bounded,
+			"hostile": hostileSpec, // hostile_spec_test.go
 			"repeat":  repeat,
 			"mkfifo":  mkfifo,
 			"sparse":  sparse,
@@ -130,8 +132,19 @@ func repeat(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) > 4 {
 		suffix = unescape(args[4])
 	}
-	data := prefix + strings.Repeat(unescape(args[2]), n) + suffix
-	ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(data), 0o644))
+	// Written in pieces, so that this process's peak memory, which the commands it starts
+	// inherit in what bounded reads, stays small.
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	w := bufio.NewWriter(f)
+	w.WriteString(prefix)
+	text := unescape(args[2])
+	for range n {
+		w.WriteString(text)
+	}
+	w.WriteString(suffix)
+	ts.Check(w.Flush())
+	ts.Check(f.Close())
 }
 
 // mkfifo makes a named pipe: mkfifo FILE.

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -21,14 +20,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/bound"
+	"github.com/starpod/starpod/internal/sandbox"
 	"github.com/starpod/starpod/startest"
 )
 
 func init() { commands = append(commands, newTestCmd) }
-
-// testProcessEnv marks a process that "starpod test" started to run one test file: it holds
-// the memory limit in bytes, which the process sets on itself before it reads the file.
-const testProcessEnv = "STARPOD_TEST_PROCESS_MAX_MEMORY"
 
 // exitLimitRefused is the exit code of a test process that could not limit its memory.
 const exitLimitRefused = 3
@@ -56,7 +53,9 @@ recursively; the default is the current directory) and runs each function named 
 A test file sees the overlay helpers and:
   assert.eq(got, want), assert.ne(a, b), assert.true(cond), assert.contains(container, item),
   assert.fails(fn, pattern)
-  apply(overlay_file, pod, ctx=None)   the pod after the overlay (path relative to the test file)
+  apply(overlay_file, pod, ctx=None)   the pod after the overlay (path relative to the test file);
+                                       ctx is a dict or a struct of app_id, role, replica_id,
+                                       num_replicas, scheduler and args, such as an overlay gets
   pod_from_yaml(text)                  a pod from YAML or JSON text, checked strictly
 
 A test file may load modules relative to itself, inside its directory.
@@ -97,15 +96,9 @@ file in this process, with no memory limit: for trusted tests only.`,
 // runTests runs the tests of the files that paths name.
 func (f *testFlags) runTests(ctx context.Context, a *app, paths []string) error {
 	// A test process limits its memory before it reads any script.
-	limit, child := os.LookupEnv(testProcessEnv)
+	child := sandbox.IsChild()
 	if child {
-		n, err := strconv.ParseInt(limit, 10, 64)
-		if err != nil {
-			err = fmt.Errorf("%s: got %q, want a number of bytes", testProcessEnv, limit)
-		} else {
-			err = engine.LimitMemory(n)
-		}
-		if err != nil {
+		if err := sandbox.Enter(); err != nil {
 			fmt.Fprintln(a.stderr, err)
 			return &exitCodeError{exitLimitRefused}
 		}
@@ -135,10 +128,10 @@ func (f *testFlags) runTests(ctx context.Context, a *app, paths []string) error 
 		return err
 	}
 	if len(files) == 0 {
-		return usagef("no *_test.star files in %v", paths)
+		return usagef("no *_test.star files in %s", oneOf(paths))
 	}
 	if child || engineOpts.Isolation == engine.InProcess {
-		if !startest.Run(files, a.stdout, opts) {
+		if !startest.Run(ctx, files, a.stdout, opts) {
 			return &exitCodeError{exitError}
 		}
 		return nil
@@ -245,14 +238,11 @@ func (f *testFlags) runProcess(ctx context.Context, exe, file string, limit int6
 		args = append(args, "--run="+f.run)
 	}
 	args = append(args, "--", file)
-	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Env = append(os.Environ(), testProcessEnv+"="+strconv.FormatInt(limit, 10))
+	cmd := sandbox.Command(ctx, limit, exe, args...)
 	out := &lineWriter{w: stdout}
 	errOut := &headBuffer{max: maxTestStderr}
 	cmd.Stdout, cmd.Stderr = out, errOut
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
+	if err := cmd.Run(); err != nil {
 		return false, fmt.Errorf("%s: starting a test process: %v", file, err)
 	}
 	if code := cmd.ProcessState.ExitCode(); code == exitOK || code == exitError {
@@ -265,8 +255,8 @@ func (f *testFlags) runProcess(ctx context.Context, exe, file string, limit int6
 	}
 	// The process died: its report stops where it was, a failure of the file follows.
 	var msg string
-	if engine.ExceededMemory(cmd.ProcessState, errOut.String(), limit) {
-		msg = (&engine.Error{Overlay: file, Err: &engine.LimitError{Limit: "memory", Value: engine.FormatSize(limit)}}).Error()
+	if f := cmd.Failure(); f != nil && f.Reason == sandbox.Memory {
+		msg = (&engine.Error{Overlay: file, Err: &engine.LimitError{Limit: engine.LimitMemory, Value: bound.FormatSize(limit)}}).Error()
 	} else {
 		msg = fmt.Sprintf("%s: the test process failed: %s", file, cmd.ProcessState)
 	}
@@ -275,12 +265,24 @@ func (f *testFlags) runProcess(ctx context.Context, exe, file string, limit int6
 		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "--- FAIL: %s\n", msg)
-	if line := firstLine(errOut.String()); line != "" {
+	if line := deathLine(errOut.String()); line != "" {
 		fmt.Fprintf(&b, "    %s\n", line)
 	}
 	fmt.Fprintf(&b, "FAIL\t%s\t%.3fs\n", file, time.Since(start).Seconds())
-	_, err = io.WriteString(stdout, b.String())
+	_, err := io.WriteString(stdout, b.String())
 	return false, err
+}
+
+// deathLine returns the line of a dead test process's standard error that says what it died
+// of, without the runtime's "fatal error: " in front: the runtime's or the race detector's
+// word on the allocation that failed, or else the first line.
+func deathLine(stderr string) string {
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "runtime: out of memory") || strings.Contains(line, "ThreadSanitizer") {
+			return line
+		}
+	}
+	return strings.TrimPrefix(firstLine(stderr), "fatal error: ")
 }
 
 // firstLine returns the first line of s that is not empty.

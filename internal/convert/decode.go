@@ -11,12 +11,15 @@ import (
 	"math/big"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
 	"go.starlark.net/starlark"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/starpod/starpod/internal/bound"
 	"github.com/starpod/starpod/internal/spell"
 )
 
@@ -68,6 +71,9 @@ func typeDecoder(t reflect.Type) decoderFunc {
 }
 
 func newTypeDecoder(t reflect.Type) decoderFunc {
+	if t == quantityType {
+		return quantityDecoder
+	}
 	if t.Kind() != reflect.Pointer {
 		if reflect.PointerTo(t).Implements(unmarshalerType) {
 			return unmarshalerDecoder
@@ -117,14 +123,57 @@ func newTypeDecoder(t reflect.Type) decoderFunc {
 // unmarshalerDecoder passes the JSON text of x to the UnmarshalJSON method of v's address.
 // None passes JSON null, as encoding/json does for a non-pointer field.
 func unmarshalerDecoder(w *walker, x starlark.Value, v reflect.Value) {
-	u := v.Addr().Interface().(json.Unmarshaler)
-	nerrs := len(w.errs)
-	// UnmarshalJSON must copy the bytes it keeps, so the buffer is reused.
-	w.buf = w.buf[:0]
-	w.appendJSON(x)
-	if len(w.errs) > nerrs {
+	if w.bufferJSON(x) {
+		w.unmarshalJSON(x, v)
+	}
+}
+
+var quantityType = reflect.TypeFor[resource.Quantity]()
+
+// quantityDecoder decodes a resource.Quantity as unmarshalerDecoder does, once bound.Quantity
+// has checked the text that its UnmarshalJSON passes to resource.ParseQuantity, which takes
+// time that grows with the digits and the exponent of the text, and never returns for some
+// ("9e2147483647").
+func quantityDecoder(w *walker, x starlark.Value, v reflect.Value) {
+	if !w.bufferJSON(x) {
 		return
 	}
+	if err := bound.Quantity(quantityText(x, w.buf)); err != nil {
+		var bad any = noValue
+		if s, ok := x.(starlark.String); ok && len(s) <= bound.MaxQuantityLen {
+			bad = string(s)
+		}
+		w.errs = append(w.errs, field.Invalid(w.path(), bad, err.Error()))
+		return
+	}
+	w.unmarshalJSON(x, v)
+}
+
+// quantityText returns the text that resource.Quantity's UnmarshalJSON passes to
+// resource.ParseQuantity for the JSON text of x: without its quotes and its surrounding
+// spaces. It copies no bytes for a string written without escapes, as most are.
+func quantityText(x starlark.Value, text []byte) string {
+	if s, ok := x.(starlark.String); ok && len(text) == len(s)+2 {
+		return strings.TrimSpace(string(s))
+	}
+	if n := len(text); n >= 2 && text[0] == '"' && text[n-1] == '"' {
+		text = text[1 : n-1]
+	}
+	return string(bytes.TrimSpace(text))
+}
+
+// bufferJSON writes the JSON text of x to w.buf, reporting false if x has no JSON text.
+// UnmarshalJSON must copy the bytes it keeps, so the buffer is reused.
+func (w *walker) bufferJSON(x starlark.Value) bool {
+	nerrs := len(w.errs)
+	w.buf = w.buf[:0]
+	w.appendJSON(x)
+	return len(w.errs) == nerrs
+}
+
+// unmarshalJSON passes w.buf, the JSON text of x, to the UnmarshalJSON method of v's address.
+func (w *walker) unmarshalJSON(x starlark.Value, v reflect.Value) {
+	u := v.Addr().Interface().(json.Unmarshaler)
 	if err := u.UnmarshalJSON(w.buf); err != nil {
 		var bad any = noValue
 		switch x := x.(type) {

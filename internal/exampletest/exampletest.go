@@ -6,6 +6,7 @@
 package exampletest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -93,11 +94,11 @@ func load(dir string) (*Example, error) {
 }
 
 // Compile compiles the example's overlay with opts, loading modules from its folder.
-func (e *Example) Compile(opts engine.Options) (*engine.Overlay, error) {
+func (e *Example) Compile(ctx context.Context, opts engine.Options) (*engine.Overlay, error) {
 	if opts.Loader == nil {
 		opts.Loader = engine.DirLoader(e.Dir)
 	}
-	return engine.Compile(e.Script, e.Src, &opts)
+	return engine.Compile(ctx, e.Script, e.Src, &opts)
 }
 
 // readYAML decodes a file strictly.

@@ -78,6 +78,11 @@ func emitMap(buf []byte, m map[string]any, indent int, inline bool) ([]byte, boo
 			if buf, ok = emitSeq(buf, x, indent, false); !ok {
 				return buf, false
 			}
+		case Block:
+			buf = append(buf, '\n')
+			for _, chunk := range x {
+				buf = append(buf, chunk...)
+			}
 		default:
 			buf = append(buf, ' ')
 			if buf, ok = emitScalar(buf, x, indent+len(kt)+2); !ok {

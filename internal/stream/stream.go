@@ -3,7 +3,9 @@
 //
 // To read, use [NewReader] and call [Reader.Next] until io.EOF; each [Document] keeps its
 // original text, the line it starts on, and its content as untyped JSON data. Errors name the
-// file, the line and, where the parser says, the column.
+// file, the line and, where the parser says, the column. A Reader splits streams as kubectl
+// does, and holds documents and streams to the limits of [ReaderOptions], which are
+// *bound.SizeError errors.
 //
 // To print a value as YAML byte for byte as sigs.k8s.io/yaml.Marshal does, but several times
 // faster, use [MarshalYAML]; to print JSON text already at hand, use [JSONToYAML], or
@@ -20,6 +22,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
+
+	"github.com/starpod/starpod/internal/bound"
 )
 
 // A Document is one manifest of a stream.
@@ -33,7 +38,8 @@ type Document struct {
 	// It is nil until [Document.Parse] for documents from [Reader.NextText].
 	Object any
 
-	parsed bool // whether Object is set
+	parsed bool  // whether Object is set
+	limit  int64 // the limit of the content's size
 }
 
 // Kind returns the document's apiVersion and kind, or empty strings.
@@ -63,21 +69,122 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// A Reader reads the documents of one stream.
-type Reader struct {
-	file  string
-	r     *bufio.Reader
-	line  int           // lines consumed so far
-	index int           // documents Next returned
-	texts int           // documents NextText returned
-	json  *json.Decoder // set once the stream is known to be JSON
-	mode  int           // 0 unknown, 1 YAML, 2 JSON
-	size  int           // room to give the next YAML document, from the ones before
+// Default limits of a [Reader], which the zero [ReaderOptions] give.
+const (
+	// DefaultMaxDocumentBytes bounds one document: its text, and its content with its YAML
+	// aliases expanded. The API server takes no request larger than 3 MiB, and etcd stores
+	// no object larger than 1.5 MiB; parsing a document takes up to about 120 bytes of memory
+	// a byte of its text (a list of one-letter values), so the parent holds at most a few
+	// hundred MiB for one. A kind: List larger than that needs a larger limit.
+	DefaultMaxDocumentBytes = 3 << 20
+	// DefaultMaxInputBytes bounds what a Reader reads.
+	DefaultMaxInputBytes = 1 << 30
+)
+
+// ReaderOptions are the limits of a [Reader]. The zero value gives the defaults.
+type ReaderOptions struct {
+	// MaxDocumentBytes bounds the text of one document, which the Reader checks as it
+	// splits the stream, so that it never holds more of a document; and the content of a
+	// YAML document with its aliases expanded, which [Document.Parse] checks. Zero means
+	// DefaultMaxDocumentBytes.
+	MaxDocumentBytes int64
+	// MaxInputBytes bounds the bytes read from the stream together with InputOffset. Zero
+	// means DefaultMaxInputBytes.
+	MaxInputBytes int64
+	// InputOffset is the number of bytes of input read before the stream (of the streams
+	// before it, when several make one input), which count against MaxInputBytes.
+	InputOffset int64
 }
 
-// NewReader returns a Reader of the stream r, whose name is file.
+// A Reader reads the documents of one stream.
+//
+// It splits a YAML stream as Kubernetes does (k8s.io/apimachinery/pkg/util/yaml's YAMLReader,
+// which kubectl uses): at each line that starts with "---" and holds nothing else but spaces
+// and a comment. Like that reader, it refuses a line that starts with "---" followed by
+// anything else ("--- {kind: Pod}", "--- |", "--- !!map"): a document starts on the line
+// after its separator. Unlike it, it refuses a text between separators that holds more than
+// one YAML document, whose documents after the first the YAML parser would leave out unseen
+// (see [Document.Parse]). A stream whose first character other than a space is "{" or "[" is
+// a sequence of JSON values; if its first or second value is not JSON, the stream is YAML from
+// there on, as with Kubernetes' YAMLOrJSONDecoder. A JSON number may have at most 1000 digits
+// in a row.
+//
+// A document larger than the limits of [ReaderOptions] is an *Error wrapping a
+// *bound.SizeError; a stream larger than its limit is a *bound.SizeError.
+type Reader struct {
+	file   string
+	in     *inputCounter
+	r      *bufio.Reader
+	line   int    // lines consumed so far
+	index  int    // documents Next returned
+	texts  int    // documents NextText returned
+	mode   int    // 0 unknown, 1 YAML, 2 JSON
+	size   int    // room to give the next document, from the ones before
+	maxDoc int64  // the limit of a document
+	space  []byte // in JSON, the spaces before the value since the last line break
+	col    int    // in JSON, the bytes consumed since the last line break
+}
+
+// NewReader returns a Reader of the stream r, whose name is file, with the default limits.
 func NewReader(file string, r io.Reader) *Reader {
-	return &Reader{file: file, r: bufio.NewReaderSize(r, 64<<10)}
+	return ReaderOptions{}.NewReader(file, r)
+}
+
+// NewReader returns a Reader of the stream r, whose name is file, with the limits of o.
+func (o ReaderOptions) NewReader(file string, r io.Reader) *Reader {
+	if o.MaxDocumentBytes <= 0 {
+		o.MaxDocumentBytes = DefaultMaxDocumentBytes
+	}
+	if o.MaxInputBytes <= 0 {
+		o.MaxInputBytes = DefaultMaxInputBytes
+	}
+	in := &inputCounter{r: r, read: o.InputOffset, limit: o.MaxInputBytes}
+	return &Reader{file: file, in: in, r: bufio.NewReaderSize(in, 64<<10), maxDoc: o.MaxDocumentBytes}
+}
+
+// InputOffset returns the number of bytes of input read so far, with ReaderOptions.InputOffset:
+// at the end of the stream, what the next stream of the same input starts from.
+func (r *Reader) InputOffset() int64 { return r.in.read }
+
+// An inputCounter reads a stream, counting the bytes it reads, and refuses with
+// errInputLimit to read past its limit.
+type inputCounter struct {
+	r     io.Reader
+	read  int64 // the bytes read, with those of the streams before
+	limit int64
+}
+
+var errInputLimit = errors.New("input limit")
+
+func (c *inputCounter) Read(p []byte) (int, error) {
+	if c.read >= c.limit {
+		// One more byte tells a stream of exactly the limit from a larger one.
+		var one [1]byte
+		n, err := c.r.Read(one[:])
+		if n > 0 {
+			return 0, errInputLimit
+		}
+		return 0, err
+	}
+	if room := c.limit - c.read; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := c.r.Read(p)
+	c.read += int64(n)
+	return n, err
+}
+
+// readError returns the error of reading the stream at the reader's line.
+func (r *Reader) readError(err error) error {
+	if err == errInputLimit {
+		return &bound.SizeError{Name: fmt.Sprintf("%s:%d", r.file, r.line+1), What: "input", Limit: r.in.limit}
+	}
+	return &Error{File: r.file, Line: r.line + 1, Err: err}
+}
+
+// sizeError returns the error of a document whose text passes the limit.
+func (r *Reader) sizeError(start int) error {
+	return &Error{File: r.file, Line: start, Err: &bound.SizeError{Name: fmt.Sprintf("document %d", r.texts+1), What: "document", Limit: r.maxDoc}}
 }
 
 // Next returns the next non-empty document, or io.EOF at the end of the stream.
@@ -108,8 +215,6 @@ func (r *Reader) NextText() (*Document, error) {
 		r.mode = 1
 		if isJSON(r.r) {
 			r.mode = 2
-			r.json = json.NewDecoder(r.r)
-			r.json.UseNumber()
 		}
 	}
 	if r.mode == 2 {
@@ -139,58 +244,239 @@ func isJSON(r *bufio.Reader) bool {
 	}
 }
 
+// nextJSON reads the next JSON value of the stream. If the first or second value of the
+// stream is not JSON, the stream is YAML from that value's line on.
 func (r *Reader) nextJSON() (*Document, error) {
-	var raw json.RawMessage
-	start := r.json.InputOffset()
-	if err := r.json.Decode(&raw); err != nil {
+	r.space = r.space[:0]
+	for {
+		c, err := r.r.ReadByte()
 		if err == io.EOF {
 			return nil, io.EOF
 		}
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) {
-			return nil, &Error{File: r.file, Line: 0, Err: fmt.Errorf("invalid JSON at byte %d: %v", syn.Offset, err)}
+		if err != nil {
+			return nil, r.readError(err)
 		}
-		return nil, &Error{File: r.file, Line: 0, Err: fmt.Errorf("invalid JSON after byte %d: %v", start, err)}
+		if c == '\n' {
+			r.line++
+			r.col = 0
+			r.space = r.space[:0]
+			continue
+		}
+		if isJSONSpace(c) {
+			r.col++
+			r.space = append(r.space, c)
+			continue
+		}
+		r.r.UnreadByte()
+		break
 	}
-	d := &Document{File: r.file, Index: r.texts, Line: 1, Raw: raw, JSON: true, parsed: true}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&d.Object); err != nil {
-		return nil, &Error{File: r.file, Line: 1, Err: err}
+	start, startCol := r.line+1, r.col
+	var buf []byte
+	var sc jsonScanner
+	ok := true
+	for done := false; !done; {
+		if r.r.Buffered() == 0 {
+			if _, err := r.r.Peek(1); err == io.EOF {
+				break // the value ends with the stream
+			} else if err != nil {
+				return nil, r.readError(err)
+			}
+		}
+		chunk, _ := r.r.Peek(r.r.Buffered())
+		var n int
+		n, done = sc.scan(chunk)
+		if sc.long {
+			return nil, &Error{File: r.file, Line: start, Err: fmt.Errorf(
+				"document %d: holds a number longer than the limit of %d digits", r.texts+1, maxJSONDigits)}
+		}
+		if buf, ok = r.appendDoc(buf, chunk[:n]); !ok {
+			return nil, r.sizeError(start)
+		}
+		if nl := bytes.Count(chunk[:n], []byte("\n")); nl > 0 {
+			r.line += nl
+			r.col = n - 1 - bytes.LastIndexByte(chunk[:n], '\n')
+		} else {
+			r.col += n
+		}
+		r.r.Discard(n)
+	}
+	r.size = min(len(buf)+len(buf)/8, 1<<20)
+	d := &Document{File: r.file, Index: r.texts, Line: start, Raw: buf, JSON: true, parsed: true, limit: r.maxDoc}
+	if err := decodeJSON(buf, &d.Object); err != nil {
+		if r.texts <= 1 {
+			// As Kubernetes' YAMLOrJSONDecoder does, read the stream as YAML from here on.
+			r.mode = 1
+			text := make([]byte, 0, len(r.space)+len(buf))
+			text = append(append(text, r.space...), buf...)
+			r.r = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(text), r.r), 64<<10)
+			r.line = start - 1
+			return r.nextYAML()
+		}
+		e := &Error{File: r.file, Line: start, Err: fmt.Errorf("invalid JSON: %v", err.err)}
+		if err.offset >= 0 {
+			before := buf[:err.offset]
+			e.Line += bytes.Count(before, []byte("\n"))
+			if i := bytes.LastIndexByte(before, '\n'); i >= 0 {
+				e.Col = len(before) - i
+			} else {
+				e.Col = startCol + len(before) + 1
+			}
+		}
+		return nil, e
 	}
 	r.texts++
 	return d, nil
 }
 
+// A jsonError is an error of decoding a JSON value, at an offset of its text (-1 if unknown).
+type jsonError struct {
+	err    error
+	offset int
+}
+
+// decodeJSON decodes text, which must hold one JSON value and nothing else, into v.
+func decodeJSON(text []byte, v *any) *jsonError {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) && syn.Offset > 0 && syn.Offset <= int64(len(text)) {
+			return &jsonError{err, int(syn.Offset) - 1}
+		}
+		return &jsonError{err, -1}
+	}
+	for i := int(dec.InputOffset()); i < len(text); i++ {
+		if c := text[i]; !isJSONSpace(c) {
+			return &jsonError{fmt.Errorf("invalid character %q after top-level value", c), i}
+		}
+	}
+	return nil
+}
+
+// maxJSONDigits bounds the digits of a number in a JSON document. The untyped data keeps a
+// number's text, and a program that makes a big integer of it takes time that grows with the
+// square of its digits (minutes for a million). JSON text of a float64 or an int64 never
+// needs more than 25 characters; YAML numbers are parsed into those.
+const maxJSONDigits = 1000
+
+// A jsonScanner finds the end of a JSON value in a stream, without checking its syntax,
+// except that it stops at a run of more than maxJSONDigits digits.
+type jsonScanner struct {
+	started bool
+	depth   int  // of objects and arrays
+	str     bool // in a string
+	esc     bool // after a backslash in a string
+	scalar  bool // in a number or literal at the top level
+	digits  int  // the digits in a row outside strings
+	long    bool // whether the scan stopped at too many digits
+}
+
+// scan scans the next bytes of a value and returns how many of them belong to it, and whether
+// the value ends with them.
+func (s *jsonScanner) scan(data []byte) (int, bool) {
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if !s.str {
+			if c-'0' < 10 {
+				if s.digits++; s.digits > maxJSONDigits {
+					s.long = true
+					return i, true
+				}
+			} else {
+				s.digits = 0
+			}
+		}
+		switch {
+		case s.str:
+			switch {
+			case s.esc:
+				s.esc = false
+			case c == '\\':
+				s.esc = true
+			case c == '"':
+				s.str = false
+				if s.depth == 0 {
+					return i + 1, true
+				}
+			}
+		case s.scalar:
+			if isJSONDelim(c) {
+				return i, true
+			}
+		case !s.started:
+			s.started = true
+			switch c {
+			case '{', '[':
+				s.depth = 1
+			case '"':
+				s.str = true
+			default:
+				if isJSONDelim(c) {
+					return i + 1, true // not a value: one byte, for the error
+				}
+				s.scalar = true
+			}
+		case c == '"':
+			s.str = true
+		case c == '{' || c == '[':
+			s.depth++
+		case c == '}' || c == ']':
+			s.depth--
+			if s.depth == 0 {
+				return i + 1, true
+			}
+		}
+	}
+	return len(data), false
+}
+
+// isJSONDelim reports whether c ends a number or literal: a space or a structural character.
+func isJSONDelim(c byte) bool {
+	switch c {
+	case ' ', '\t', '\r', '\n', '{', '}', '[', ']', ',', ':', '"':
+		return true
+	}
+	return false
+}
+
+// isJSONSpace reports whether c is a space of JSON text.
+func isJSONSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n'
+}
+
 // nextYAML reads lines up to the next "---" separator and returns them unparsed.
 func (r *Reader) nextYAML() (*Document, error) {
 	for {
-		buf := make([]byte, 0, r.size)
+		var buf []byte
 		start := r.line + 1
 		sawSep := false
 		for {
 			line, err := r.r.ReadSlice('\n')
-			if err == bufio.ErrBufferFull { // a line longer than the buffer
-				long := append([]byte(nil), line...)
-				for err == bufio.ErrBufferFull {
-					line, err = r.r.ReadSlice('\n')
-					long = append(long, line...)
+			if err != nil && err != io.EOF {
+				if line, err = r.finishLine(line, err, start, len(buf)); err != nil && err != io.EOF {
+					return nil, err
 				}
-				line = long
 			}
 			if len(line) > 0 {
 				r.line++
-				if isSeparator(line) {
+				if bytes.HasPrefix(line, separator) {
+					if !isSeparator(line) {
+						return nil, &Error{File: r.file, Line: r.line, Err: badSeparator(line)}
+					}
 					sawSep = true
 					break
 				}
-				buf = append(buf, line...)
+				if len(buf)+len(line) <= cap(buf) {
+					buf = append(buf, line...)
+				} else {
+					var ok bool
+					if buf, ok = r.appendDoc(buf, line); !ok {
+						return nil, r.sizeError(start)
+					}
+				}
 			}
 			if err == io.EOF {
 				break
-			}
-			if err != nil {
-				return nil, &Error{File: r.file, Line: r.line, Err: err}
 			}
 		}
 		r.size = min(len(buf)+len(buf)/8, 1<<20)
@@ -200,33 +486,104 @@ func (r *Reader) nextYAML() (*Document, error) {
 			}
 			continue
 		}
-		d := &Document{File: r.file, Index: r.texts, Line: start, Raw: buf}
+		d := &Document{File: r.file, Index: r.texts, Line: start, Raw: buf, limit: r.maxDoc}
 		r.texts++
 		return d, nil
 	}
 }
 
+// appendDoc appends text to the text of a document, buf, and reports whether that stays
+// within the limit of a document. It never gives buf room for more than the limit.
+func (r *Reader) appendDoc(buf, text []byte) ([]byte, bool) {
+	n := len(buf) + len(text)
+	if int64(n) > r.maxDoc {
+		return buf, false
+	}
+	if n > cap(buf) {
+		size := int64(max(r.size, 2*cap(buf), n))
+		nb := make([]byte, len(buf), min(size, r.maxDoc))
+		copy(nb, buf)
+		buf = nb
+	}
+	return append(buf, text...), true
+}
+
+// finishLine finishes reading a line of a YAML stream after ReadSlice returned line and
+// err: an error of reading, or a line longer than the buffer. The document of the line
+// started on line start and holds n bytes so far; finishLine refuses a line that would make it
+// larger than its limit as soon as it knows, without reading the rest of the line.
+func (r *Reader) finishLine(line []byte, err error, start, n int) ([]byte, error) {
+	if err != bufio.ErrBufferFull {
+		return nil, r.readError(err)
+	}
+	long := append([]byte(nil), line...)
+	for err == bufio.ErrBufferFull {
+		if int64(n+len(long)) > r.maxDoc {
+			return nil, r.sizeError(start)
+		}
+		line, err = r.r.ReadSlice('\n')
+		long = append(long, line...)
+	}
+	if err != nil && err != io.EOF {
+		return nil, r.readError(err)
+	}
+	return long, err
+}
+
+// separator starts a line that separates YAML documents.
+var separator = []byte("---")
+
+// isSeparator reports whether line, which starts with "---", is a YAML document separator:
+// "---", optionally followed by spaces or a comment. That is the rule of Kubernetes'
+// YAMLReader, which refuses any other line that starts with "---".
+func isSeparator(line []byte) bool {
+	rest := bytes.TrimSpace(line[len(separator):])
+	return len(rest) == 0 || rest[0] == '#'
+}
+
+// badSeparator returns the error of a line that starts with "---" but is not a separator.
+func badSeparator(line []byte) error {
+	text := string(bytes.TrimRightFunc(line, unicode.IsSpace))
+	if len(text) > 80 {
+		text = text[:80] + "..."
+	}
+	return fmt.Errorf("invalid YAML document separator %q: a line that starts with \"---\" separates documents, and may hold only spaces and a comment after it", text)
+}
+
 // Parse parses a document from [Reader.NextText], if it is not parsed yet, and sets its
-// Object. It reports false for a YAML document with no content, which [Reader.Next] skips.
+// Object. It reports false for a YAML document with no content, such as "null", which
+// [Reader.Next] skips.
+//
+// A YAML document whose content, with its aliases expanded, is larger than the Reader's
+// document limit is an *Error wrapping a *bound.SizeError: the YAML parser shares the text of
+// an anchored string among its aliases, but everything that uses the content sees it in full.
+// The size counted is a little under that of the content's JSON text: the length of every
+// string, key and number, and one byte for each value; for a document without aliases it
+// stays under the size of the text but for rare scalars whose value is longer than their
+// text (1e20, "\L"). A text that holds more than one YAML document is an *Error too: after
+// a line "..." or a directive, after a root node that ends before the text (a flow collection,
+// a quoted or block scalar or an indented mapping, followed by a line at column 0), or after
+// a line break other than \n.
 func (d *Document) Parse() (bool, error) {
 	if !d.parsed {
-		obj, err := yamlToUntyped(d.Raw)
-		if err != nil {
+		limit := d.limit
+		if limit <= 0 {
+			limit = DefaultMaxDocumentBytes
+		}
+		obj, err := yamlToUntyped(d.Raw, limit)
+		switch {
+		case err == errExpanded:
+			return false, &Error{File: d.File, Line: d.Line, Err: &bound.SizeError{
+				Name: fmt.Sprintf("document %d", d.Index+1), What: "document with its aliases expanded", Limit: limit}}
+		case err == errSecondDocument:
+			return false, &Error{File: d.File, Line: d.Line, Err: fmt.Errorf(
+				"document %d: holds more than one YAML document; separate documents with a line \"---\"", d.Index+1)}
+		case err != nil:
 			return false, yamlError(d.File, d.Line, err)
 		}
 		d.Object, d.parsed = obj, true
 	}
 	return d.JSON || d.Object != nil, nil
-}
-
-// isSeparator reports whether line is a YAML document separator: "---", optionally followed
-// by spaces or a comment.
-func isSeparator(line []byte) bool {
-	if !bytes.HasPrefix(line, []byte("---")) {
-		return false
-	}
-	rest := bytes.TrimSpace(line[3:])
-	return len(rest) == 0 || rest[0] == '#'
 }
 
 // isBlank reports whether a document has nothing but spaces and comments.

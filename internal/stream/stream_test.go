@@ -1,13 +1,20 @@
 package stream
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	goyaml "go.yaml.in/yaml/v2"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 )
 
 // readAll returns the documents of a stream as (line, kind) pairs, or the error.
@@ -87,7 +94,10 @@ func TestErrors(t *testing.T) {
 		{"kind: Pod\nmetadata:\n  labels: [x\n", "in.yaml:"},
 		{"a: 1\n---\nkind: Pod\nmetadata:\n  name: a\n   bad: indent\n", "in.yaml:6"},
 		{"a: 1\na: 2\n", `in.yaml:2`},
-		{"{\"kind\": \"Pod\"", "in.yaml: invalid JSON"},
+		// Neither JSON nor YAML: the first value of a stream that is not JSON is YAML.
+		{"{\"kind\": \"Pod\"", "in.yaml:1: yaml: did not find expected ',' or '}'"},
+		{"{\"a\": 1}\n{\"b\": 2}\n\n  {\"c\" 3}", "in.yaml:4:8: invalid JSON: invalid character '3' after object key"},
+		{"[1]\n[2]\n[3] x", "in.yaml:3:5: invalid JSON: invalid character 'x' looking for beginning of value"},
 	} {
 		_, err := readAll(t, test.in)
 		var e *Error
@@ -110,8 +120,10 @@ func TestEmpty(t *testing.T) {
 	}
 }
 
-// FuzzReader checks that no input makes the reader panic or loop, and that every document
-// it returns carries a line inside the input.
+// FuzzReader checks that no input makes the reader panic or loop, that every document it
+// returns carries a line inside the input, that it splits a YAML stream as Kubernetes'
+// YAMLReader does (kubectl's), and that no document it parses holds a second YAML document,
+// which the YAML parser would leave out.
 func FuzzReader(f *testing.F) {
 	for _, seed := range []string{
 		"apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\nkind: ConfigMap\n",
@@ -119,23 +131,104 @@ func FuzzReader(f *testing.F) {
 		"---\n# c\n---\na: [1, 2, {b: c}]\n",
 		"a: &x 1\nb: *x\n",
 		"a:\n  - b\n  -c: d\n",
+		"--- {kind: ConfigMap}\n--- {kind: Pod}\n",
+		"--- null\napiVersion: v1\nkind: Pod\n",
+		"---\nnull\n---\nkind: Pod\n",
+		"a: 1\n...\nkind: Pod\n",
+		"a: 1\n...\n# c\n---\n--- !!map\n--- |\n  x\n",
+		"a: 1\r--- \rkind: Pod\r\n---\r\nb: 2\r\n",
+		"{a: 1}\nkind: Pod\n---\n'x'\nb: 2\n---\n  a: 1\nb: 2\n",
+		"{\"a\": 1}\n---\nb: 2\n",
+		"%YAML 1.1\n---\na: 1\n...\n%TAG ! x\n",
+		"a: |\n  ---\n  ...\nb: \"x\n---\n\"\n",
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		lines := strings.Count(in, "\n") + 1
 		r := NewReader("fuzz", strings.NewReader(in))
-		for i := 0; i < 10000; i++ {
-			d, err := r.Next()
+		var texts []string // the YAML documents, as the YAMLReader gives them
+		var splitErr error
+		for i := 0; ; i++ {
+			if i == 10000 {
+				t.Fatal("too many documents")
+			}
+			d, err := r.NextText()
+			if err == io.EOF {
+				break
+			}
 			if err != nil {
-				return
+				splitErr = err
+				break
 			}
 			if d.Line < 1 || d.Line > lines {
 				t.Fatalf("document %d at line %d of a %d-line input", d.Index, d.Line, lines)
 			}
+			if !d.JSON {
+				texts = append(texts, lineText(d.Raw))
+			}
+			if ok, err := d.Parse(); err == nil && ok && !d.JSON {
+				// The document is one YAML document, and nothing follows it.
+				dec := goyaml.NewDecoder(strings.NewReader(string(d.Raw)))
+				var first, second any
+				if err := dec.Decode(&first); err != nil && err != io.EOF {
+					t.Fatalf("document %d: Parse took a text the YAML parser refuses: %v\n%q", d.Index, err, d.Raw)
+				}
+				if err := dec.Decode(&second); err != io.EOF {
+					t.Fatalf("document %d: Parse took a text that holds a second document (%v)\n%q", d.Index, err, d.Raw)
+				}
+			}
 		}
-		t.Fatal("too many documents")
+		if trimmed := strings.TrimLeft(in, " \t\r\n"); strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[") {
+			return // a JSON stream, or one that turns to YAML after its first or second value
+		}
+		// The YAMLReader splits the same documents, and refuses the same separators.
+		kr := k8syaml.NewYAMLReader(bufio.NewReader(strings.NewReader(in)))
+		var want []string
+		var wantErr error
+		for {
+			doc, err := kr.Read()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				wantErr = err
+				break
+			}
+			// The YAMLReader keeps the separator that starts a document, where the
+			// Reader drops every separator.
+			if bytes.HasPrefix(doc, separator) {
+				doc = doc[bytes.IndexByte(doc, '\n')+1:]
+			}
+			if !isBlank(doc) {
+				want = append(want, string(doc))
+			}
+		}
+		if diff := cmp.Diff(want, texts); diff != "" {
+			t.Errorf("documents differ from the YAMLReader's (-want +got):\n%s", diff)
+		}
+		if (wantErr == nil) != (splitErr == nil) {
+			t.Errorf("YAMLReader error %v, Reader error %v", wantErr, splitErr)
+		}
 	})
+}
+
+// lineText returns text as the YAMLReader gives it: its lines ended by \n, without the \r
+// of a \r\n.
+func lineText(text []byte) string {
+	var b strings.Builder
+	for len(text) > 0 {
+		line := text
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+			line = bytes.TrimSuffix(line, []byte("\r"))
+		} else {
+			text = nil
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // TestLongLines checks lines longer than the reader's buffer, a separator among them.
@@ -187,5 +280,64 @@ func TestNextText(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+// BenchmarkReader reads a stream of 1,000 training pods, splitting it (NextText) and then
+// parsing every document as well (Next), in YAML and in JSON; ns/op is per stream.
+func BenchmarkReader(b *testing.B) {
+	pod := mustRead(b, filepath.Join("..", "..", "testdata", "pods", "training.yaml"))
+	var obj any
+	if err := yaml.Unmarshal(pod, &obj); err != nil {
+		b.Fatal(err)
+	}
+	podJSON, err := json.Marshal(obj)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var yamlStream, jsonStream bytes.Buffer
+	for i := range 1000 {
+		if i > 0 {
+			yamlStream.WriteString("---\n")
+		}
+		yamlStream.Write(pod)
+		jsonStream.Write(podJSON)
+		jsonStream.WriteByte('\n')
+	}
+	for _, format := range []struct {
+		name string
+		data []byte
+	}{{"yaml", yamlStream.Bytes()}, {"json", jsonStream.Bytes()}} {
+		for _, parse := range []bool{false, true} {
+			name := format.name + "/split"
+			if parse {
+				name = format.name + "/parse"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.SetBytes(int64(len(format.data)))
+				for b.Loop() {
+					r := NewReader("bench", bytes.NewReader(format.data))
+					n := 0
+					for {
+						var err error
+						if parse {
+							_, err = r.Next()
+						} else {
+							_, err = r.NextText()
+						}
+						if err == io.EOF {
+							break
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						n++
+					}
+					if n != 1000 {
+						b.Fatalf("got %d documents, want 1000", n)
+					}
+				}
+			})
+		}
 	}
 }

@@ -4,8 +4,11 @@ package stream
 // decoding the JSON text with encoding/json and UseNumber.
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"strconv"
@@ -14,21 +17,116 @@ import (
 	goyaml "go.yaml.in/yaml/v2"
 )
 
+// Errors of yamlToUntyped that [Document.Parse] reports with the document's number.
+var (
+	// errExpanded is a document whose content, with its aliases expanded, passes the limit.
+	errExpanded = errors.New("content larger than the limit")
+	// errSecondDocument is a text that holds more than one YAML document.
+	errSecondDocument = errors.New("more than one document")
+)
+
 // yamlToUntyped parses one YAML document strictly and returns its content as the untyped
 // JSON data that converting it to JSON text with sigs.k8s.io/yaml.YAMLToJSONStrict and
 // decoding that text with encoding/json (UseNumber) gives, with the same errors, but without
 // the JSON text in between.
-func yamlToUntyped(doc []byte) (any, error) {
+//
+// The parser shares the text of an anchored string among its aliases, so a small text can
+// stand for a large content: yamlToUntyped stops with errExpanded once the size of the
+// content (see sizer) passes limit, which costs at most limit's worth of the walk.
+//
+// Unlike those functions, which parse the first document of the text and leave out the rest
+// unseen, yamlToUntyped refuses with errSecondDocument a text that holds more than one
+// document: content after a line "..." or a directive, or after a root node that ends before
+// the text does (a flow collection, a quoted or block scalar, or a mapping indented by some
+// spaces, followed by a line at column 0), or after a line break other than \n.
+func yamlToUntyped(doc []byte, limit int64) (any, error) {
 	var v any
-	if err := goyaml.UnmarshalStrict(doc, &v); err != nil {
-		return nil, err
+	if oneDocument(doc) {
+		if err := goyaml.UnmarshalStrict(doc, &v); err != nil {
+			return nil, err
+		}
+	} else {
+		dec := goyaml.NewDecoder(bytes.NewReader(doc))
+		dec.SetStrict(true)
+		if err := dec.Decode(&v); err != nil && err != io.EOF {
+			return nil, err
+		}
+		var more any
+		if err := dec.Decode(&more); err != io.EOF {
+			return nil, errSecondDocument
+		}
 	}
-	return jsonable(v)
+	s := sizer{left: limit}
+	return s.jsonable(v)
+}
+
+// oneDocument reports whether the YAML text doc, cut from a stream at lines "---", can only
+// hold one document, which is so for nearly every manifest: its first line that is not blank
+// or a comment is "key: ..." at column 0, so that its root is a block mapping that ends only
+// with the text, at a line that starts with "...", "%" or "---" (which splitting leaves
+// none of), or at a line break other than \n (\r, U+0085, U+2028, U+2029). For the other texts,
+// the parser tells.
+func oneDocument(doc []byte) bool {
+	if bytes.IndexByte(doc, '\r') >= 0 || bytes.HasPrefix(doc, []byte("...")) || bytes.Contains(doc, []byte("\n...")) ||
+		bytes.HasPrefix(doc, []byte("%")) || bytes.Contains(doc, []byte("\n%")) ||
+		bytes.Contains(doc, []byte("\u0085")) || bytes.Contains(doc, []byte("\u2028")) || bytes.Contains(doc, []byte("\u2029")) {
+		return false
+	}
+	for len(doc) > 0 {
+		line := doc
+		if i := bytes.IndexByte(doc, '\n'); i >= 0 {
+			line, doc = doc[:i], doc[i+1:]
+		} else {
+			doc = nil
+		}
+		if t := bytes.TrimLeft(line, " \t"); len(t) == 0 || t[0] == '#' {
+			continue
+		}
+		return isKeyLine(line)
+	}
+	return true // no content
+}
+
+// isKeyLine reports whether line starts with a plain key of letters, digits and "_-./",
+// followed by ":" and a space or the end of the line.
+func isKeyLine(line []byte) bool {
+	for i, c := range line {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '/', c == '.' && i > 0, c == '-' && i > 0:
+			continue
+		case c == ':' && i > 0:
+			return i+1 == len(line) || line[i+1] == ' ' || line[i+1] == '\t'
+		}
+		return false
+	}
+	return false
+}
+
+// A sizer counts the size of untyped data as it converts it, and stops the conversion once
+// it passes a limit. The size approximates the data's JSON text from below, so that it
+// passes the size of the YAML text only by what aliases share (and by a few rare scalars
+// whose value is longer than their text): each value counts one byte, each string and each
+// map key its length, each number the length of its JSON text.
+type sizer struct {
+	left int64 // bytes left; the limit is passed when it goes below 0
+}
+
+// count counts n bytes, reporting errExpanded once the limit is passed.
+func (s *sizer) count(n int) error {
+	s.left -= int64(n)
+	if s.left < 0 {
+		return errExpanded
+	}
+	return nil
 }
 
 // jsonable converts a value of the YAML parser to untyped JSON data: map keys become
-// strings, numbers json.Number and strings valid UTF-8. It may reuse parts of v.
-func jsonable(v any) (any, error) {
+// strings, numbers json.Number and strings valid UTF-8. It may reuse parts of v. It counts
+// the size of what it converts, and stops with errExpanded once that passes the limit.
+func (s *sizer) jsonable(v any) (any, error) {
+	if err := s.count(1); err != nil {
+		return nil, err
+	}
 	switch v := v.(type) {
 	case map[any]any:
 		m := make(map[string]any, len(v))
@@ -37,7 +135,10 @@ func jsonable(v any) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if m[key], err = jsonable(x); err != nil {
+			if err := s.count(len(key)); err != nil {
+				return nil, err
+			}
+			if m[key], err = s.jsonable(x); err != nil {
 				return nil, err
 			}
 		}
@@ -45,19 +146,22 @@ func jsonable(v any) (any, error) {
 	case []any: // the parser's own slice, converted in place
 		for i, x := range v {
 			var err error
-			if v[i], err = jsonable(x); err != nil {
+			if v[i], err = s.jsonable(x); err != nil {
 				return nil, err
 			}
 		}
 		return v, nil
 	case string:
+		if err := s.count(len(v)); err != nil {
+			return nil, err
+		}
 		return validUTF8(v), nil
 	case int:
-		return json.Number(strconv.Itoa(v)), nil
+		return s.number(strconv.Itoa(v))
 	case int64:
-		return json.Number(strconv.FormatInt(v, 10)), nil
+		return s.number(strconv.FormatInt(v, 10))
 	case uint64:
-		return json.Number(strconv.FormatUint(v, 10)), nil
+		return s.number(strconv.FormatUint(v, 10))
 	case float64:
 		if math.IsInf(v, 0) || math.IsNaN(v) {
 			return nil, fmt.Errorf("json: unsupported value: %s", strconv.FormatFloat(v, 'g', -1, 64))
@@ -66,7 +170,7 @@ func jsonable(v any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return json.Number(data), nil
+		return s.number(string(data))
 	case bool, nil:
 		return v, nil
 	}
@@ -76,11 +180,22 @@ func jsonable(v any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.count(len(data)); err != nil {
+		return nil, err
+	}
 	var out any
 	if err := json.Unmarshal(data, &out); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// number counts and returns the JSON number of text.
+func (s *sizer) number(text string) (any, error) {
+	if err := s.count(len(text)); err != nil {
+		return nil, err
+	}
+	return json.Number(text), nil
 }
 
 // jsonKey converts a YAML map key to the string sigs.k8s.io/yaml makes of it.

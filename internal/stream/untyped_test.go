@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -54,7 +55,7 @@ var untypedCases = []string{
 func TestYAMLToUntypedSameAsJSON(t *testing.T) {
 	for _, doc := range untypedCases {
 		want, wantErr := viaJSON([]byte(doc))
-		got, err := yamlToUntyped([]byte(doc))
+		got, err := yamlToUntyped([]byte(doc), math.MaxInt64)
 		if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
 			t.Errorf("%q: got error %v, want %v", doc, err, wantErr)
 			continue

@@ -5,6 +5,7 @@ package stream
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -63,6 +64,18 @@ func (o YAMLOptions) JSONToYAML(data []byte) ([]byte, error) {
 	return slowJSONToYAML(data, edit)
 }
 
+// A Block is YAML text that an edit of [JSONToYAML] puts in the untyped data as the value of
+// a mapping's key, to be printed as it is, chunk after chunk, on the lines after the key's:
+// a block sequence or mapping already printed for where it stands (each line indented as the
+// key's value is, a sequence's dashes at the key's column). It lets a caller print the parts
+// of a large document apart, several at once, and put them together without a second pass.
+type Block [][]byte
+
+// ErrBlock is the error of JSONToYAML when the data holds a Block where none can stand: in a
+// sequence, at the top, or under a key that is not a plain or quoted scalar of one line. The
+// caller prints the document another way.
+var ErrBlock = errors.New("the data holds a YAML block that cannot be printed in place")
+
 // slowJSONToYAML is JSONToYAML through untyped values.
 func slowJSONToYAML(data []byte, edit func(v any)) ([]byte, error) {
 	v, ok := parseJSON(data)
@@ -73,13 +86,113 @@ func slowJSONToYAML(data []byte, edit func(v any)) ([]byte, error) {
 			return nil, fmt.Errorf("error converting JSON to YAML: %v", err)
 		}
 	}
+	size := len(data) + len(data)/2
 	if edit != nil {
 		edit(v)
+		size += blockSize(v)
 	}
-	if out, ok := emitYAML(make([]byte, 0, len(data)+len(data)/2), v); ok {
+	if out, ok := emitYAML(make([]byte, 0, size), v); ok {
 		return out, nil
 	}
+	if m, isMap := v.(map[string]any); isMap && hasBlock(m) {
+		return entriesYAML(make([]byte, 0, size), m, nil)
+	}
 	return goyaml.Marshal(yamlNumbers(v))
+}
+
+// entriesYAML appends the YAML text of the map m, which stands at path (its keys from the
+// top), and holds a Block, entry by entry, when the fast printer cannot print all of it: an
+// entry whose value is a Block is its key and the block; one whose value holds a Block is its
+// key and the value's entries; every other is printed alone, wrapped in its ancestors (by the
+// fast printer or the YAML library), and the ancestors' lines are cut: the entries of a block
+// mapping print alike alone and together, so each prints exactly as in the whole document.
+func entriesYAML(buf []byte, m map[string]any, path []string) ([]byte, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sortKeys(keys, func(k string) string { return k })
+	indent := 2 * len(path)
+	for _, k := range keys {
+		v := m[k]
+		if block, isBlock := v.(Block); isBlock || hasBlock(v) {
+			sub, isMap := v.(map[string]any)
+			kt, ok := scalarText(k, indent)
+			if !ok || len(kt) > maxKeyText || !isBlock && !isMap {
+				return nil, ErrBlock
+			}
+			buf = append(appendSpaces(buf, indent), kt...)
+			buf = append(buf, ":\n"...)
+			if isBlock {
+				for _, chunk := range block {
+					buf = append(buf, chunk...)
+				}
+				continue
+			}
+			var err error
+			if buf, err = entriesYAML(buf, sub, append(path, k)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		var doc any = map[string]any{k: v}
+		for i := len(path) - 1; i >= 0; i-- {
+			doc = map[string]any{path[i]: doc}
+		}
+		text, ok := emitYAML(nil, doc)
+		if !ok {
+			var err error
+			if text, err = goyaml.Marshal(yamlNumbers(doc)); err != nil {
+				return nil, err
+			}
+		}
+		for range path {
+			_, text, _ = bytes.Cut(text, []byte("\n"))
+		}
+		buf = append(buf, text...)
+	}
+	return buf, nil
+}
+
+// hasBlock reports whether the untyped data x holds a Block.
+func hasBlock(x any) bool {
+	switch x := x.(type) {
+	case Block:
+		return true
+	case map[string]any:
+		for _, v := range x {
+			if hasBlock(v) {
+				return true
+			}
+		}
+	case []any:
+		for _, v := range x {
+			if hasBlock(v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// blockSize returns the bytes of the Blocks that the untyped data x holds.
+func blockSize(x any) int {
+	n := 0
+	switch x := x.(type) {
+	case Block:
+		for _, chunk := range x {
+			n += len(chunk)
+		}
+	case map[string]any:
+		for _, v := range x {
+			n += blockSize(v)
+		}
+	case []any:
+		for _, v := range x {
+			n += blockSize(v)
+		}
+	}
+	return n
 }
 
 // Prune removes nulls from the objects in the untyped data x (maps and slices as JSONToYAML

@@ -1,6 +1,6 @@
-package engine
+package convert
 
-// This file defines the strict decoding of input pods.
+// This file defines the strict decoding of whole pods, with every problem in one error.
 
 import (
 	"strings"
@@ -8,8 +8,6 @@ import (
 	"go.starlark.net/starlark"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/starpod/starpod/internal/convert"
 )
 
 // An InvalidPodError lists every problem of a pod that does not match the Pod schema.
@@ -33,22 +31,17 @@ func (e *InvalidPodError) Error() string {
 // *InvalidPodError that lists every unknown field and every value of the wrong type with its
 // field path.
 func DecodePod(obj any) (*corev1.Pod, error) {
-	v, err := convert.FromGo(obj)
+	v, err := FromGo(obj)
 	if err != nil {
 		return nil, err
 	}
-	return decodePodValue(v)
+	return DecodePodValue(v)
 }
 
-// PodValue returns pod as the plain Starlark values an overlay sees.
-func PodValue(pod *corev1.Pod) (starlark.Value, error) { return convert.ToStarlark(pod) }
-
 // DecodePodValue decodes the Starlark value of a pod strictly, as [DecodePod] does.
-func DecodePodValue(v starlark.Value) (*corev1.Pod, error) { return decodePodValue(v) }
-
-func decodePodValue(v starlark.Value) (*corev1.Pod, error) {
+func DecodePodValue(v starlark.Value) (*corev1.Pod, error) {
 	pod := new(corev1.Pod)
-	errs, err := convert.Decode(v, pod, nil, nil)
+	errs, err := Decode(v, pod, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -12,18 +12,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"strconv"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
-)
 
-// The environment of a worker process.
-const (
-	workerEnv       = "STARPOD_ENGINE_WORKER"            // "1" in a worker
-	workerMemoryEnv = "STARPOD_ENGINE_WORKER_MAX_MEMORY" // the memory limit in bytes
+	"github.com/starpod/starpod/internal/sandbox"
 )
 
 // ServeWorkerIfRequested makes the process an overlay worker when the engine started it as one,
@@ -39,7 +33,7 @@ const (
 // In a worker it limits the process's memory, serves requests on standard input and output
 // until standard input closes, and exits; it never returns.
 func ServeWorkerIfRequested() {
-	if os.Getenv(workerEnv) != "1" {
+	if !sandbox.IsWorker() {
 		return
 	}
 	if err := ServeWorker(); err != nil {
@@ -56,86 +50,23 @@ func ServeWorkerIfRequested() {
 // that act as workers (the starpod binary's hidden worker subcommand) call it; other programs
 // use [ServeWorkerIfRequested].
 func ServeWorker() error {
-	limit, err := strconv.ParseInt(os.Getenv(workerMemoryEnv), 10, 64)
-	if err != nil || limit <= 0 {
-		return fmt.Errorf("%s: got %q, want a positive number of bytes", workerMemoryEnv, os.Getenv(workerMemoryEnv))
-	}
-	if err := limitMemory(limit); err != nil {
-		return err
-	}
-	return serve(os.Stdin, os.Stdout)
+	return sandbox.Serve(protocolVersion, serveRequests)
 }
 
-// limitMemory bounds the memory of the current process before it reads any script.
-func limitMemory(limit int64) error {
-	// A worker serves one request at a time; few threads leave more of the limit to the heap.
-	runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), 2))
-	// The rlimit is the hard stop, where an allocation fails and the runtime exits with
-	// "out of memory". There is no soft limit (debug.SetMemoryLimit): near it the collector
-	// runs without pause, and a bomb would take its whole time limit to die.
-	size := min(limit/8, maxBallast)
-	if err := setRlimits(limit*raceMemoryFactor + size); err != nil {
-		return fmt.Errorf("limiting memory: %v", err)
-	}
-	joinMemoryCgroup(limit) // best effort
-	ballast = make([]byte, size)
-	return nil
+// serveRequests answers the requests read from in on out, one at a time, until in ends.
+func serveRequests(in *sandbox.FrameReader, out *bufio.Writer) error {
+	return newServer(in, out).serve()
 }
 
-// maxBallast bounds the size of a worker's ballast.
-const maxBallast = 4 << 20
-
-// ballast is a worker's ballast: an allocation never touched, which takes address space but no
-// memory. A worker's live heap is under a megabyte (its program and the pod at hand), so
-// without it the collector would run at Go's smallest heap goal, every few megabytes of
-// allocation (a hundred pods or so); with it the collector aims at a heap larger by twice its
-// size and runs about half as often. A larger ballast saves little more time (16 MiB measured
-// within noise of 4 MiB on the training pod) but lets garbage, and resident memory with it,
-// grow by twice its size. The rlimits allow for its address space, so that a script may use
-// as much as without it.
-var ballast []byte
-
-// serve answers requests read from r on w, one at a time, until r ends.
-func serve(r io.Reader, w io.Writer) error {
-	return newServer(r, w).serve()
+// newServer returns a worker that reads requests from in and answers on out.
+func newServer(in *sandbox.FrameReader, out *bufio.Writer) *server {
+	return &server{in: in, out: out, scripts: sandbox.NewCache[*Overlay](maxWorkerScripts)}
 }
 
-// newServer returns a worker that reads requests from r and answers on w.
-func newServer(r io.Reader, w io.Writer) *server {
-	return &server{in: newFrameReader(r), out: bufio.NewWriterSize(w, 64<<10)}
-}
-
-// serve answers requests read from s.in on s.out, one at a time, until s.in ends. It first
-// says it is ready.
+// serve answers requests, one at a time, until s.in ends.
 func (s *server) serve() error {
-	if err := writeFrame(s.out, frameReady, []byte(protocolVersion)); err != nil {
-		return err
-	}
-	if err := s.out.Flush(); err != nil {
-		return err
-	}
-	// The kind of the first frame comes before its body: a parent of another protocol gets
-	// an error at once, not a worker that waits for the rest of a frame.
-	if h, err := s.in.r.Peek(5); err != nil {
-		if err == io.EOF {
-			if len(h) == 0 {
-				return nil
-			}
-			err = io.ErrUnexpectedEOF
-		}
-		return err
-	} else if h[4] != frameHello {
-		return fmt.Errorf("got a frame of kind %q, want the hello of protocol %q: the parent is another build of starpod", h[4], protocolVersion)
-	}
-	_, body, err := s.in.next()
-	if err != nil {
-		return err
-	}
-	if string(body) != protocolVersion {
-		return fmt.Errorf("got protocol %q, want %q: the parent is another build of starpod", body, protocolVersion)
-	}
 	for {
-		kind, body, err := s.in.next()
+		kind, body, err := s.in.Next()
 		switch {
 		case err == io.EOF:
 			return nil
@@ -161,10 +92,10 @@ func (s *server) serve() error {
 
 // A server is the state of a worker.
 type server struct {
-	in       *frameReader
+	in       *sandbox.FrameReader
 	out      *bufio.Writer
-	scripts  scriptCache[*Overlay] // by key
-	printErr error                 // the first error writing print() output
+	scripts  *sandbox.Cache[*Overlay] // by key
+	printErr error                    // the first error writing print() output
 
 	// The print() output of the current compile or pod's apply.
 	printed      int  // bytes sent
@@ -194,7 +125,7 @@ func (s *server) print(pos syntax.Position, msg string) {
 		msg = cutText(msg, min(maxPrintBytes, maxPrintTotal-s.printed))
 		s.printed += len(msg)
 	}
-	s.printErr = writeJSONFrame(s.out, framePrint, &wirePrint{File: pos.Filename(), Line: pos.Line, Col: pos.Col, Msg: msg})
+	s.printErr = sandbox.WriteJSONFrame(s.out, framePrint, &wirePrint{File: pos.Filename(), Line: pos.Line, Col: pos.Col, Msg: msg})
 	if s.printErr == nil {
 		s.printErr = s.out.Flush()
 	}
@@ -212,7 +143,7 @@ func (s *server) writeError(kind byte, err error) error {
 	if err != nil {
 		return err
 	}
-	return writeFrame(s.out, kind, data)
+	return sandbox.WriteFrame(s.out, kind, data)
 }
 
 // scan parses a file and answers done with the modules its load statements name.
@@ -221,7 +152,7 @@ func (s *server) scan(body []byte) error {
 	if err := json.Unmarshal(body, &src); err != nil {
 		return fmt.Errorf("decoding a file to scan: %v", err)
 	}
-	return writeJSONFrame(s.out, frameDone, scanLoads(src.Name, src.Src))
+	return sandbox.WriteJSONFrame(s.out, frameDone, scanLoads(src.Name, src.Src))
 }
 
 // scanLoads parses a file of the overlay dialect and returns the modules its load statements
@@ -249,21 +180,21 @@ func (s *server) define(body []byte) error {
 	if err := json.Unmarshal(body, &d); err != nil {
 		return fmt.Errorf("decoding a script: %v", err)
 	}
-	if _, ok := s.scripts.get(d.Key); ok {
-		s.scripts.use(d.Key)
+	if _, ok := s.scripts.Get(d.Key); ok {
+		s.scripts.Use(d.Key)
 	} else {
 		s.answerMax = answerFrameLimit(d.MaxResultBytes)
 		s.resetPrint()
-		o, err := Compile(d.Name, d.Src, d.options(s.print))
+		o, err := Compile(context.Background(), d.Name, d.Src, d.options(s.print))
 		if s.printErr != nil {
 			return s.printErr
 		}
 		if err != nil {
 			return s.writeError(frameDone, err)
 		}
-		s.scripts.add(d.Key, o)
+		s.scripts.Add(d.Key, o)
 	}
-	return writeFrame(s.out, frameDone)
+	return sandbox.WriteFrame(s.out, frameDone)
 }
 
 // apply applies the script key to each pod that follows, until the end frame, and answers
@@ -271,15 +202,15 @@ func (s *server) define(body []byte) error {
 // answers before it and knows which pod did. With first set, the pods after one that failed
 // are answered with an error and not applied.
 func (s *server) apply(key string, first bool) error {
-	o, ok := s.scripts.get(key)
+	o, ok := s.scripts.Get(key)
 	if !ok {
 		return fmt.Errorf("apply of unknown script %s", key)
 	}
-	s.scripts.use(key)
+	s.scripts.Use(key)
 	s.answerMax = answerFrameLimit(o.opts.MaxResultBytes)
 	failed := false
 	for {
-		kind, body, err := s.in.next()
+		kind, body, err := s.in.Next()
 		if err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
@@ -297,7 +228,7 @@ func (s *server) apply(key string, first bool) error {
 			failed = true
 			err = s.writeError(frameError, &Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %s", body)})
 		case kind == frameEnd:
-			return writeFrame(s.out, frameDone)
+			return sandbox.WriteFrame(s.out, frameDone)
 		default:
 			err = fmt.Errorf("got a frame of kind %q, want a pod", kind)
 		}
@@ -350,10 +281,10 @@ func (s *server) applyPod(o *Overlay, body []byte) (bool, error) {
 		// Only a pod of many items whose fields are all empty takes this many bytes more in
 		// protobuf than in JSON.
 		maxResult := o.opts.maxResultBytes()
-		return false, s.writeError(frameError, &Error{Overlay: o.name, Err: &LimitError{Limit: "result size", Value: fmt.Sprintf("%d bytes", maxResult),
+		return false, s.writeError(frameError, &Error{Overlay: o.name, Err: &LimitError{Limit: LimitResultSize, Value: fmt.Sprintf("%d bytes", maxResult),
 			Err: fmt.Errorf("the result's protobuf encoding of %d bytes exceeds the limit of %d bytes of a worker's answer", n, s.answerMax)}})
 	}
-	return true, writeFrame(s.out, frameResult, s.enc.head, s.enc.proto)
+	return true, sandbox.WriteFrame(s.out, frameResult, s.enc.head, s.enc.proto)
 }
 
 // options returns the in-process options of a script sent to a worker.

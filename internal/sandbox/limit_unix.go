@@ -1,13 +1,14 @@
 //go:build unix
 
-package engine
+package sandbox
 
-// This file defines the operating system limits of a worker process on Unix systems.
+// This file defines the operating system limits of a child process on Unix systems.
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -51,6 +52,26 @@ func procStatus(pid, name string) int64 {
 		if v, ok := strings.CutPrefix(line, name+":"); ok {
 			var n int64
 			fmt.Sscanf(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), "%d", &n)
+			return n
+		}
+	}
+	return 0
+}
+
+// cgroupOOMKills returns the number of out-of-memory kills in the cgroup of an exited worker,
+// from its memory.events, or 0.
+func cgroupOOMKills(pid int) int {
+	dir := cgroupDir(pid)
+	if dir == "" {
+		return 0
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "memory.events"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
 			return n
 		}
 	}
@@ -118,13 +139,6 @@ func exitPeakRSS(state *os.ProcessState) int64 {
 		return ru.Maxrss << 10
 	}
 	return 0
-}
-
-// killedByOOM reports whether an exited process was killed by SIGKILL, as the kernel's
-// out-of-memory killer does when a memory cgroup is full.
-func killedByOOM(state *os.ProcessState) bool {
-	ws, ok := state.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
 // pipe returns a pipe in blocking mode. A read of the parent waits in the kernel, which wakes

@@ -24,52 +24,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-)
 
-func TestFrames(t *testing.T) {
-	var buf bytes.Buffer
-	w := bufio.NewWriter(&buf)
-	big := bytes.Repeat([]byte("x"), 100<<10) // larger than the reader's buffer
-	frames := []struct {
-		kind byte
-		body []byte
-	}{{frameHello, []byte(protocolVersion)}, {frameEnd, nil}, {framePod, big}, {frameResult, []byte("abc")}}
-	for _, f := range frames {
-		if err := writeFrame(w, f.kind, f.body[:len(f.body)/2], f.body[len(f.body)/2:]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w.Flush()
-	data := buf.Bytes()
-	r := newFrameReader(bytes.NewReader(data))
-	for i, f := range frames {
-		kind, body, err := r.next()
-		if err != nil {
-			t.Fatalf("frame %d: %v", i, err)
-		}
-		if kind != f.kind || !bytes.Equal(body, f.body) {
-			t.Errorf("frame %d: got kind %q and %d bytes, want %q and %d", i, kind, len(body), f.kind, len(f.body))
-		}
-	}
-	if _, _, err := r.next(); err != io.EOF {
-		t.Errorf("at the end: got %v, want io.EOF", err)
-	}
-	// Cut anywhere but between frames, the input is an unexpected end.
-	for _, n := range []int{1, 4, 5, 5 + len(protocolVersion) - 1, 5 + len(protocolVersion) + 5 + 5 + 50000, len(data) - 1} {
-		r := newFrameReader(bytes.NewReader(data[:n]))
-		var err error
-		for err == nil {
-			_, _, err = r.next()
-		}
-		if err != io.ErrUnexpectedEOF {
-			t.Errorf("cut at %d bytes: got %v, want io.ErrUnexpectedEOF", n, err)
-		}
-	}
-	r = newFrameReader(strings.NewReader("this is not a frame"))
-	if _, _, err := r.next(); err == nil || !strings.Contains(err.Error(), "exceeds the limit") {
-		t.Errorf("garbage: got %v, want a frame that exceeds the limit", err)
-	}
-}
+	"github.com/starpod/starpod/internal/sandbox"
+)
 
 func TestEnvEncoding(t *testing.T) {
 	for _, env := range []*Env{
@@ -150,7 +107,7 @@ func TestPodEncoding(t *testing.T) {
 func serveFrames(t *testing.T, in []byte) ([]byte, error) {
 	t.Helper()
 	var out bytes.Buffer
-	err := serve(bytes.NewReader(in), &out)
+	err := sandbox.ServeOn(bytes.NewReader(in), &out, protocolVersion, serveRequests)
 	return out.Bytes(), err
 }
 
@@ -159,7 +116,7 @@ func frames(kindsAndBodies ...any) []byte {
 	var buf bytes.Buffer
 	w := bufio.NewWriter(&buf)
 	for i := 0; i < len(kindsAndBodies); i += 2 {
-		writeFrame(w, kindsAndBodies[i].(byte), []byte(kindsAndBodies[i+1].(string)))
+		sandbox.WriteFrame(w, kindsAndBodies[i].(byte), []byte(kindsAndBodies[i+1].(string)))
 	}
 	w.Flush()
 	return buf.Bytes()
@@ -175,14 +132,14 @@ type frameRead struct {
 // parent's limit for the default result size).
 func readFrames(t *testing.T, out []byte, max int) []frameRead {
 	t.Helper()
-	r := newFrameReader(bytes.NewReader(out))
-	r.max = answerFrameLimit(0)
+	r := sandbox.NewFrameReader(bytes.NewReader(out))
+	r.Max = answerFrameLimit(0)
 	if max > 0 {
-		r.max = max
+		r.Max = max
 	}
 	var fs []frameRead
 	for {
-		kind, body, err := r.next()
+		kind, body, err := r.Next()
 		if err == io.EOF {
 			return fs
 		} else if err != nil {
@@ -194,13 +151,13 @@ func readFrames(t *testing.T, out []byte, max int) []frameRead {
 
 // TestServeRefuses checks that a worker stops with a clear error on input it cannot serve.
 func TestServeRefuses(t *testing.T) {
-	hello := frames(byte(frameHello), protocolVersion)
+	hello := frames(byte(sandbox.FrameHello), protocolVersion)
 	for _, c := range []struct {
 		name string
 		in   []byte
 		want string
 	}{
-		{"other version", frames(byte(frameHello), "starpod-worker/1"), `got protocol "starpod-worker/1", want "starpod-worker/5"`},
+		{"other version", frames(byte(sandbox.FrameHello), "starpod-worker/1"), `got protocol "starpod-worker/1", want "starpod-worker/5"`},
 		{"no hello", frames(byte(frameDefine), "{}"), `got a frame of kind 'D', want the hello of protocol "starpod-worker/5"`},
 		{"JSON frame", append(binary.BigEndian.AppendUint32(nil, 100), `{"Key":`...), `got a frame of kind '{', want the hello`},
 		{"cut hello", []byte{0, 0}, `unexpected EOF`},
@@ -216,7 +173,7 @@ func TestServeRefuses(t *testing.T) {
 			}
 		})
 	}
-	ready := frames(byte(frameReady), protocolVersion)
+	ready := frames(byte(sandbox.FrameReady), protocolVersion)
 	if out, err := serveFrames(t, hello); err != nil || !bytes.Equal(out, ready) {
 		t.Errorf("hello alone: got %q and %v, want the worker's hello %q alone", out, err, ready)
 	}
@@ -232,7 +189,7 @@ func TestServeApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := string(append(appendPodHeader(nil, appendEnv(nil, &Env{Role: "r"}), "Pod", "v1"), e.proto...))
-	start := frames(byte(frameHello), protocolVersion, byte(frameDefine), script, byte(frameApply), "k")
+	start := frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), script, byte(frameApply), "k")
 	out, err := serveFrames(t, slices.Concat(start, frames(byte(framePod), good, byte(framePod), good, byte(frameSkip), "no", byte(frameEnd), "")))
 	if err != nil {
 		t.Fatal(err)
@@ -290,16 +247,18 @@ func ServeBrokenWorker(mode, pidFile string) int {
 		}
 	}
 	if mode == "nostart" {
+		// The runtime's crash report, as a worker out of memory as it starts writes it.
+		os.NewFile(3, "crash report").WriteString("fatal error: runtime: out of memory\n\nruntime stack:\n")
 		os.Stderr.WriteString("fatal error: runtime: out of memory\n\nruntime stack:\n")
 		return 2
 	}
-	in := newFrameReader(os.Stdin)
+	in := sandbox.NewFrameReader(os.Stdin)
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
-	writeFrame(out, frameReady, []byte(protocolVersion))
+	sandbox.WriteFrame(out, sandbox.FrameReady, []byte(protocolVersion))
 	out.Flush()
 	for {
-		kind, _, err := in.next()
+		kind, _, err := in.Next()
 		if err != nil {
 			return 0
 		}
@@ -314,66 +273,26 @@ func ServeBrokenWorker(mode, pidFile string) int {
 			out.Write([]byte{0, 0, 0, 100, frameDone, 1, 2, 3})
 			out.Flush()
 			return 3
-		case mode == "kind" && kind != frameHello:
-			writeFrame(out, 'z')
+		case mode == "kind" && kind != sandbox.FrameHello:
+			sandbox.WriteFrame(out, 'z')
 		case mode == "extra" && kind == frameEnd:
-			writeFrame(out, frameError, []byte(`{"Msg":"x"}`))
-			writeFrame(out, frameDone)
+			sandbox.WriteFrame(out, frameError, []byte(`{"Msg":"x"}`))
+			sandbox.WriteFrame(out, frameDone)
 		case kind == frameDefine || kind == frameEnd:
-			writeFrame(out, frameDone)
+			sandbox.WriteFrame(out, frameDone)
 		case mode == "pods" && kind == framePod:
-			writeFrame(out, frameResult, appendKind(nil, "Pod", "v1"), []byte{0xff, 0xff})
+			sandbox.WriteFrame(out, frameResult, appendKind(nil, "Pod", "v1"), []byte{0xff, 0xff})
 		case mode == "extra" && kind == framePod:
-			writeFrame(out, frameError, []byte(`{"Overlay":"broken.star","Msg":"x"}`))
+			sandbox.WriteFrame(out, frameError, []byte(`{"Overlay":"broken.star","Msg":"x"}`))
 		}
 		out.Flush()
-	}
-}
-
-func TestRuntimeCrash(t *testing.T) {
-	for _, c := range []struct {
-		stderr string
-		want   bool
-	}{
-		// The collector, out of address space for its span queue.
-		{"SIGSEGV: segmentation violation\nPC=0x4394dd m=0 sigcode=1 addr=0x0\n\ngoroutine 0 gp=0x199d760 m=0 mp=0x199e940 [idle]:\nruntime.(*spanQueue).tryDrain(0x7ffe00000400?, 0x44132f?, 0x663588c8?)\n", true},
-		{"fatal error: unexpected signal during runtime execution\n[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x4394dd]\n", true},
-		// A panic of Go code is not a crash of the runtime.
-		{"panic: runtime error: invalid memory address or nil pointer dereference\n[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x4394dd]\n", false},
-		{"starpod worker: got protocol \"x\", want \"starpod-worker/2\"\n", false},
-	} {
-		if got := runtimeCrash(c.stderr); got != c.want {
-			t.Errorf("runtimeCrash(%q) = %v, want %v", c.stderr, got, c.want)
-		}
-	}
-}
-
-func TestScriptCache(t *testing.T) {
-	var c scriptCache[int]
-	for i := range maxWorkerScripts {
-		c.add(strconv.Itoa(i), i)
-	}
-	c.use("0")       // "1" is now the least recently used
-	c.add("1", 100)  // and now "2"
-	c.use("unknown") // changes nothing
-	c.add("new", -1) // forgets "2"
-	if c.len() != maxWorkerScripts {
-		t.Errorf("len = %d, want %d", c.len(), maxWorkerScripts)
-	}
-	for key, want := range map[string]int{"0": 0, "1": 100, "3": 3, "new": -1} {
-		if v, ok := c.get(key); !ok || v != want {
-			t.Errorf("get(%q) = %d, %v, want %d, true", key, v, ok, want)
-		}
-	}
-	if _, ok := c.get("2"); ok {
-		t.Errorf("get(\"2\"): the least recently used script is still there")
 	}
 }
 
 // TestServeForgetsScripts checks that a worker given many scripts keeps only the
 // maxWorkerScripts it was sent last, and no longer applies the others.
 func TestServeForgetsScripts(t *testing.T) {
-	in := frames(byte(frameHello), protocolVersion)
+	in := frames(byte(sandbox.FrameHello), protocolVersion)
 	const n = 3 * maxWorkerScripts
 	for i := range n {
 		d := wireScript{Key: strconv.Itoa(i), Name: "o.star", HasLoader: true,
@@ -386,12 +305,13 @@ func TestServeForgetsScripts(t *testing.T) {
 		in = append(in, frames(byte(frameDefine), string(data))...)
 	}
 	var out bytes.Buffer
-	s := newServer(bytes.NewReader(slices.Concat(in, frames(byte(frameApply), strconv.Itoa(n-1), byte(frameEnd), ""))), &out)
+	hello := len(frames(byte(sandbox.FrameHello), protocolVersion))
+	s := newServer(sandbox.NewFrameReader(bytes.NewReader(slices.Concat(in[hello:], frames(byte(frameApply), strconv.Itoa(n-1), byte(frameEnd), "")))), bufio.NewWriter(&out))
 	if err := s.serve(); err != nil {
 		t.Fatal(err)
 	}
-	if s.scripts.len() != maxWorkerScripts {
-		t.Errorf("the worker holds %d scripts, want %d", s.scripts.len(), maxWorkerScripts)
+	if s.scripts.Len() != maxWorkerScripts {
+		t.Errorf("the worker holds %d scripts, want %d", s.scripts.Len(), maxWorkerScripts)
 	}
 	_, err := serveFrames(t, slices.Concat(in, frames(byte(frameApply), strconv.Itoa(n-maxWorkerScripts-1))))
 	if want := "apply of unknown script " + strconv.Itoa(n-maxWorkerScripts-1); err == nil || err.Error() != want {
@@ -405,7 +325,7 @@ func TestServeForgetsScripts(t *testing.T) {
 // the texts of an error are cut to maxErrorText.
 func TestServeBoundsAnswers(t *testing.T) {
 	src := "def overlay(pod):\n    s = \"é\" * (1 << 19)\n    for i in range(100):\n        print(s)\n    fail(s)\n"
-	data, err := json.Marshal(wireScript{Key: "k", Name: "o.star", Src: []byte(src), Print: true})
+	data, err := json.Marshal(wireScript{Key: "k", Name: "o.star", Src: []byte(src), Print: true, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +334,7 @@ func TestServeBoundsAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod := string(append(appendPodHeader(nil, nil, "Pod", "v1"), e.proto...))
-	out, err := serveFrames(t, slices.Concat(frames(byte(frameHello), protocolVersion, byte(frameDefine), string(data), byte(frameApply), "k"),
+	out, err := serveFrames(t, slices.Concat(frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), string(data), byte(frameApply), "k"),
 		frames(byte(framePod), pod, byte(framePod), pod, byte(frameEnd), "")))
 	if err != nil {
 		t.Fatal(err)
@@ -455,7 +375,7 @@ func TestServeBoundsAnswers(t *testing.T) {
 // limit, with the texts cut and the fields that do not fit replaced by one saying how many.
 func TestWireErrorEncode(t *testing.T) {
 	long := strings.Repeat("<", 1<<20) // 6 bytes of JSON each
-	w := &wireError{Overlay: "o.star", Msg: long, Backtrace: long, Limit: &wireLimit{Limit: "steps", Msg: long}}
+	w := &wireError{Overlay: "o.star", Msg: long, Backtrace: long, Limit: &wireLimit{Limit: LimitSteps, Msg: long}}
 	bad := json.RawMessage(`"` + strings.Repeat("x", 1<<20) + `"`)
 	for i := range 1000 {
 		w.Fields = append(w.Fields, wireField{Type: field.ErrorTypeInvalid, Field: "spec.f" + strconv.Itoa(i), Detail: long, BadValue: bad})
@@ -509,7 +429,7 @@ func TestServeApplyFirst(t *testing.T) {
 		{frameFirst, "hdprpeed", []string{"bad pod", "not applied: an earlier pod of the batch failed"}},
 		{frameApply, "hdprpeprd", []string{"bad pod"}},
 	} {
-		in := slices.Concat(frames(byte(frameHello), protocolVersion, byte(frameDefine), string(script), test.apply, "k"),
+		in := slices.Concat(frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), string(script), test.apply, "k"),
 			frames(byte(framePod), encode("good"), byte(framePod), encode("bad"), byte(framePod), encode("late"), byte(frameEnd), ""))
 		out, err := serveFrames(t, in)
 		if err != nil {

@@ -4,11 +4,8 @@ package engine
 // over the worker's standard input and output, pods in the generated Kubernetes protobuf
 // encoding, and the serialisable forms of scripts and errors.
 //
-// A frame is a 4-byte big-endian length n, a kind byte and a body of n bytes. A worker opens
-// with a hello frame naming the protocol version once it has limited its memory, so that the
-// parent tells a worker that could not start from one that a script killed. The parent opens
-// with its own hello, and a worker that speaks another version exits with an error saying so.
-// Then the parent sends requests, one at a time:
+// Frames and the handshake that opens the protocol are package sandbox's (see
+// sandbox.FrameReader). After the handshake the parent sends requests, one at a time:
 //
 //	scan:    L(JSON wireSource)                       -> d(JSON wireScan)
 //	define:  D(JSON wireScript)                       -> p* d(empty, or JSON wireError)
@@ -31,8 +28,8 @@ package engine
 //
 // A worker keeps the last maxWorkerScripts scripts it was sent, by their last define or
 // apply, and forgets older ones; the parent keeps the same account of each worker (a
-// scriptCache on either side) and sends a define again before it applies a script the worker
-// has forgotten.
+// sandbox.Cache on either side) and sends a define again before it applies a script the
+// worker has forgotten.
 //
 // The parent reads no frame from a worker larger than answerFrameLimit allows for the result
 // size limit of the script at hand: a worker cuts print() output (maxPrintBytes,
@@ -46,13 +43,10 @@ package engine
 // once; Apply does not change them.
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"time"
@@ -61,12 +55,9 @@ import (
 	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-)
 
-// maxFrame bounds the body of one frame of the protocol, in either direction. Frames from the
-// parent (scripts and input pods) may be this large; the parent reads frames from a worker up
-// to answerFrameLimit.
-const maxFrame = 1 << 30
+	"github.com/starpod/starpod/internal/sandbox"
+)
 
 // Bounds of what a worker sends back, so that no script can make the parent hold more than
 // a few megabytes at once, whatever it prints or fails with.
@@ -92,7 +83,7 @@ func answerFrameLimit(maxResult int64) int {
 	if maxResult <= 0 {
 		maxResult = DefaultMaxResultBytes
 	}
-	return int(min(8*maxResult+1<<20, maxFrame))
+	return int(min(8*maxResult+1<<20, sandbox.MaxFrame))
 }
 
 // protocolVersion names the protocol. A worker refuses a parent that speaks another, such as
@@ -106,7 +97,6 @@ const maxWorkerScripts = 16
 // The kinds of frames.
 const (
 	// from the parent
-	frameHello  = 'H' // body: protocolVersion
 	frameScan   = 'L' // body: JSON wireSource
 	frameDefine = 'D' // body: JSON wireScript
 	frameApply  = 'A' // body: the key of a defined script
@@ -115,7 +105,6 @@ const (
 	frameSkip   = 'S' // body: why the parent could not encode the pod
 	frameEnd    = 'E' // empty
 	// from the worker
-	frameReady  = 'h' // body: protocolVersion, once the worker has limited its memory
 	framePrint  = 'p' // body: JSON wirePrint
 	frameResult = 'r' // body: a pod
 	frameError  = 'e' // body: JSON wireError
@@ -182,8 +171,9 @@ type wireField struct {
 }
 
 type wireLimit struct {
-	Limit, Value, Path string
-	Msg                string `json:",omitempty"` // the interpreter's message, if any
+	Limit       Limit
+	Value, Path string
+	Msg         string `json:",omitempty"` // the interpreter's message, if any
 }
 
 // toWire converts an error of Compile or Apply for the parent.
@@ -302,134 +292,6 @@ func (w *wireError) encode(max int) ([]byte, error) {
 	}
 	w.Fields = fields
 	return json.Marshal(w)
-}
-
-// A scriptCache holds the scripts of a worker: at most maxWorkerScripts, by key; adding one
-// more forgets the one defined or applied least recently. A worker keeps its compiled scripts
-// in one, and the parent keeps an account of each worker's in another, which it updates as
-// the worker does: it adds a script when the worker answers its define, and uses one when it
-// sends an apply of it.
-type scriptCache[V any] struct {
-	keys []string // least recently used first
-	vals map[string]V
-}
-
-// get returns the script of key, if the cache holds it.
-func (c *scriptCache[V]) get(key string) (V, bool) {
-	v, ok := c.vals[key]
-	return v, ok
-}
-
-// use makes key the script used last, if the cache holds it.
-func (c *scriptCache[V]) use(key string) {
-	if i := slices.Index(c.keys, key); i >= 0 {
-		c.keys = append(slices.Delete(c.keys, i, i+1), key)
-	}
-}
-
-// add adds or replaces the script of key, as the script used last, and forgets the one used
-// least recently if the cache holds more than maxWorkerScripts.
-func (c *scriptCache[V]) add(key string, v V) {
-	if c.vals == nil {
-		c.vals = make(map[string]V)
-	}
-	if _, ok := c.vals[key]; ok {
-		c.use(key)
-	} else {
-		c.keys = append(c.keys, key)
-	}
-	c.vals[key] = v
-	for len(c.keys) > maxWorkerScripts {
-		delete(c.vals, c.keys[0])
-		c.keys = slices.Delete(c.keys, 0, 1)
-	}
-}
-
-// len returns the number of scripts the cache holds.
-func (c *scriptCache[V]) len() int {
-	return len(c.keys)
-}
-
-// writeFrame writes one frame whose body is body to w, without flushing it.
-func writeFrame(w *bufio.Writer, kind byte, body ...[]byte) error {
-	n := 0
-	for _, b := range body {
-		n += len(b)
-	}
-	if n > maxFrame {
-		return fmt.Errorf("frame of %d bytes exceeds the limit of %d", n, maxFrame)
-	}
-	var h [5]byte
-	binary.BigEndian.PutUint32(h[:], uint32(n))
-	h[4] = kind
-	if _, err := w.Write(h[:]); err != nil {
-		return err
-	}
-	for _, b := range body {
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeJSONFrame writes one frame whose body is the JSON encoding of v to w, without flushing it.
-func writeJSONFrame(w *bufio.Writer, kind byte, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return writeFrame(w, kind, data)
-}
-
-// A frameReader reads frames.
-type frameReader struct {
-	r   *bufio.Reader
-	buf []byte // the body of a frame larger than r's buffer
-	max int    // the largest body it reads
-}
-
-func newFrameReader(r io.Reader) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), max: maxFrame}
-}
-
-// next reads the next frame. Its body is valid until the next call. At the end of the input
-// between frames it returns io.EOF, and within a frame io.ErrUnexpectedEOF.
-func (fr *frameReader) next() (kind byte, body []byte, err error) {
-	h, err := fr.r.Peek(5)
-	if err != nil {
-		if err == io.EOF && len(h) > 0 {
-			err = io.ErrUnexpectedEOF
-		}
-		return 0, nil, err
-	}
-	n := binary.BigEndian.Uint32(h)
-	kind = h[4]
-	fr.r.Discard(5)
-	if int64(n) > int64(fr.max) {
-		return 0, nil, fmt.Errorf("frame of %d bytes exceeds the limit of %d", n, fr.max)
-	}
-	if int(n) <= fr.r.Size() {
-		// The body stays in the reader's buffer, without a copy.
-		body, err = fr.r.Peek(int(n))
-		if err == nil {
-			fr.r.Discard(int(n))
-		}
-	} else {
-		// The buffer grows as the body comes, not at once to the length a broken peer
-		// announces.
-		b := bytes.NewBuffer(fr.buf[:0])
-		_, err = io.CopyN(b, fr.r, int64(n))
-		fr.buf = b.Bytes()
-		body = fr.buf
-	}
-	if err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return 0, nil, err
-	}
-	return kind, body, nil
 }
 
 // appendString appends s with its length as a uvarint.

@@ -1,8 +1,8 @@
 //go:build !unix
 
-package engine
+package sandbox
 
-// This file stands in for the operating system limits of worker processes where there are none.
+// This file stands in for the operating system limits of child processes where there are none.
 
 import (
 	"errors"
@@ -11,17 +11,17 @@ import (
 )
 
 func setRlimits(limit int64) error {
-	return errors.New("memory limits of worker processes are not supported on " + runtime.GOOS)
+	return errors.New("memory limits of processes are not supported on " + runtime.GOOS)
 }
 
 func joinMemoryCgroup(limit int64) {}
 
 func removeCgroup(pid int) {}
 
+func cgroupOOMKills(pid int) int { return 0 }
+
 func peakRSS(pid int) int64 { return 0 }
 
 func exitPeakRSS(state *os.ProcessState) int64 { return 0 }
-
-func killedByOOM(state *os.ProcessState) bool { return false }
 
 func pipe() (r, w *os.File, err error) { return os.Pipe() }

@@ -1,0 +1,371 @@
+package engine
+
+// This file defines how an overlay compiled for workers applies: batches of pods sent to a
+// worker in one round trip, the second chance of a worker that died of other scripts'
+// memory, and the exchanges of the protocol.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.starlark.net/syntax"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/starpod/starpod/internal/bound"
+	"github.com/starpod/starpod/internal/sandbox"
+)
+
+// A batch is the pods of an apply in worker processes and their answers.
+type batch struct {
+	pods  []*corev1.Pod
+	env   *Env   // the ctx of every pod, when envs is nil
+	envs  []*Env // the ctx of each pod
+	first bool   // whether to stop at the first pod that fails
+	todo  []int  // the indices in pods of the pods still to apply, in order
+
+	out    []*corev1.Pod
+	errs   []error
+	failed bool // whether a pod has failed
+}
+
+// apply applies the overlay in workers to each pod, with the ctx envs[i] for pods[i] when
+// envs is not nil and env for every pod otherwise. It sends the pods to one worker in one
+// round trip. A pod that kills its worker (by a memory or time limit) gets that error, and
+// the pods after it go to another worker. With first set it stops at the first pod that
+// fails and gives the pods after it no result and no error.
+func (r *remote) apply(ctx context.Context, pods []*corev1.Pod, env *Env, envs []*Env, first bool) ([]*corev1.Pod, []error) {
+	b := &batch{pods: pods, env: env, envs: envs, first: first, todo: make([]int, len(pods)),
+		out: make([]*corev1.Pod, len(pods)), errs: make([]error, len(pods))}
+	for i := range b.todo {
+		b.todo[i] = i
+	}
+	for len(b.todo) > 0 {
+		a := r.call(ctx, b)
+		if a.err == nil || first && b.failed {
+			break
+		}
+		n := a.answered
+		if !a.died || n == len(b.todo) { // n == len(b.todo): the worker broke the protocol after the last answer
+			for _, i := range b.todo[n:] {
+				b.errs[i] = a.err
+			}
+			break
+		}
+		b.errs[b.todo[n]] = a.err
+		if first {
+			break
+		}
+		b.todo = b.todo[n+1:]
+	}
+	return b.out, b.errs
+}
+
+// An attempt is what one worker did with a request: it compiled the overlay if it had not,
+// and answered the first pods of the batch.
+type attempt struct {
+	answered int       // the pods of the batch's todo it answered
+	began    time.Time // when it began what it did last: the compile, or the pod after the last answered
+	// died says the worker died of a limit at the pod after the answered ones, whose error
+	// err is: the pods after it were not tried and may go to another worker. Otherwise err
+	// is the error of every pod not answered.
+	died bool
+	// crowded says the worker died of its memory limit while it held other scripts.
+	crowded bool
+	err     error
+}
+
+// call compiles the overlay in a worker if the worker has not, and applies it to the pods of b
+// still to do, if any, setting their results and errors in b. A worker that dies of its
+// memory limit while it holds other scripts gets a second chance: the pods from the one it
+// died at go to a worker that holds no other script, within what is left of that pod's time
+// (or the compile's), so that the second chance does not stretch the time limit.
+func (r *remote) call(ctx context.Context, b *batch) attempt {
+	a := r.attempt(ctx, b, false, time.Time{})
+	if !a.crowded || b != nil && b.first && b.failed {
+		return a
+	}
+	deadline := a.began.Add(workerGrace + r.o.opts.timeout())
+	if time.Until(deadline) <= 0 {
+		return a
+	}
+	// The worker died of its memory limit while it held other scripts, whose memory counts
+	// too: try again in a worker that holds none, so that the overlay is not blamed for
+	// theirs.
+	var rest *batch
+	if b != nil {
+		sub := *b
+		sub.todo = b.todo[a.answered:]
+		rest = &sub
+	}
+	again := r.attempt(ctx, rest, true, deadline)
+	if b != nil {
+		b.failed = rest.failed
+	}
+	again.answered += a.answered
+	return again
+}
+
+// attempt is call in one worker: a fresh one (holding no script) if fresh is set. A compile
+// or a first pod must be done by deadline, if it is not zero. A nil b only compiles.
+func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline time.Time) attempt {
+	o := r.o
+	if err := ctx.Err(); err != nil {
+		return attempt{err: &Error{Overlay: o.name, Err: err}}
+	}
+	key := r.script.Key
+	w, err := r.pool.Get(r.limit, key, fresh)
+	if err != nil {
+		return attempt{err: &Error{Overlay: o.name, Err: err}}
+	}
+	defer r.pool.Put(w)
+	st, _ := w.State.(*workerState)
+	if st == nil {
+		st = new(workerState)
+		w.State = st
+	}
+	// others reports whether the worker holds scripts besides this one.
+	others := func() bool {
+		_, ok := w.Keys.Get(key)
+		return w.Keys.Len() > 0 && !ok || w.Keys.Len() > 1
+	}
+	// Compiling may take the time limit (the top levels of the script and of its modules
+	// together), and each pod may take it; the parent allows a grace period more.
+	timeout := o.opts.timeout()
+	first := workerGrace + timeout
+	if !deadline.IsZero() {
+		first = max(min(first, time.Until(deadline)), time.Millisecond)
+	}
+	w.SetMaxFrame(answerFrameLimit(r.script.MaxResultBytes))
+	var a attempt
+	if _, ok := w.Keys.Get(key); !ok {
+		a.began = time.Now()
+		x := &defineExchange{r: r}
+		if err := w.Call(ctx, x, sandbox.CallOptions{First: first}); err != nil {
+			// Compiling is the same for every pod.
+			a.err, _ = r.failure(ctx, err)
+			a.crowded = isMemory(err) && others()
+			return a
+		}
+		if x.err != nil {
+			a.err = x.err.error()
+			return a
+		}
+		w.Keys.Add(key, struct{}{})
+	}
+	if b == nil || len(b.todo) == 0 {
+		return a
+	}
+	w.Keys.Use(key) // as the worker does when it reads the apply
+	a.began = time.Now()
+	x := &applyExchange{r: r, st: st, b: b, a: &a}
+	err = w.Call(ctx, x, sandbox.CallOptions{First: first, Each: workerGrace + timeout, Async: len(b.todo) > 1})
+	if err != nil {
+		var limit bool
+		a.err, limit = r.failure(ctx, err)
+		// A worker that failed before its first answer may be broken: trying the other
+		// pods in another would fail as often.
+		a.died = limit || a.answered > 0 && !isCanceled(err)
+		a.crowded = isMemory(err) && others()
+	}
+	return a
+}
+
+// failure returns the *Error of a worker's failure, and whether it was a limit of the
+// overlay (its time or memory).
+func (r *remote) failure(ctx context.Context, err error) (*Error, bool) {
+	o := r.o
+	var f *sandbox.Failure
+	if !errors.As(err, &f) {
+		return &Error{Overlay: o.name, Err: err}, false
+	}
+	switch f.Reason {
+	case sandbox.Timeout:
+		return &Error{Overlay: o.name, Err: &LimitError{Limit: LimitTime, Value: o.opts.timeout().String()}}, true
+	case sandbox.Memory:
+		return &Error{Overlay: o.name, Err: &LimitError{Limit: LimitMemory, Value: bound.FormatSize(r.limit)}}, true
+	case sandbox.Canceled:
+		return &Error{Overlay: o.name, Err: ctx.Err()}, false
+	default:
+		return &Error{Overlay: o.name, Err: f.Err}, false
+	}
+}
+
+func isMemory(err error) bool {
+	var f *sandbox.Failure
+	return errors.As(err, &f) && f.Reason == sandbox.Memory
+}
+
+func isCanceled(err error) bool {
+	var f *sandbox.Failure
+	return errors.As(err, &f) && f.Reason == sandbox.Canceled
+}
+
+// printer returns the sink of the print() output of a worker's answers, or nil.
+func (r *remote) printer() func(*wirePrint) {
+	if r.print == nil {
+		return nil
+	}
+	return func(p *wirePrint) {
+		file := p.File
+		r.print(syntax.MakePosition(&file, p.Line, p.Col), p.Msg)
+	}
+}
+
+// answerPrint passes a print frame's message to print, if not nil.
+func answerPrint(body []byte, print func(*wirePrint)) error {
+	var p wirePrint
+	if err := json.Unmarshal(body, &p); err != nil {
+		return fmt.Errorf("malformed print frame: %v", err)
+	}
+	if print != nil {
+		print(&p)
+	}
+	return nil
+}
+
+// A defineExchange is a define request and its answer.
+type defineExchange struct {
+	r   *remote
+	err *wireError // the compile's error, if any
+}
+
+func (x *defineExchange) Send(in *bufio.Writer) error {
+	if err := sandbox.WriteJSONFrame(in, frameDefine, x.r.script); err != nil {
+		return err
+	}
+	return in.Flush()
+}
+
+func (x *defineExchange) Answer(kind byte, body []byte) (bool, error) {
+	switch kind {
+	case framePrint:
+		return false, answerPrint(body, x.r.printer())
+	case frameDone:
+		if len(body) > 0 {
+			x.err = new(wireError)
+			if err := json.Unmarshal(body, x.err); err != nil {
+				return false, fmt.Errorf("malformed compile error: %v", err)
+			}
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("got a frame of kind %q, want done", kind)
+}
+
+// An applyExchange is an apply request of the pods of a batch and their answers.
+type applyExchange struct {
+	r     *remote
+	st    *workerState
+	b     *batch
+	a     *attempt
+	print func(*wirePrint)
+}
+
+func (x *applyExchange) Send(in *bufio.Writer) error {
+	return x.st.sendPods(in, x.r.script.Key, x.b)
+}
+
+func (x *applyExchange) Answer(kind byte, body []byte) (bool, error) {
+	b, o := x.b, x.r.o
+	n := x.a.answered
+	if kind == framePrint {
+		if x.print == nil {
+			x.print = x.r.printer()
+		}
+		return false, answerPrint(body, x.print)
+	}
+	if kind == frameDone {
+		if n != len(b.todo) {
+			return false, fmt.Errorf("answered %d pods, want %d", n, len(b.todo))
+		}
+		return true, nil
+	}
+	if n == len(b.todo) {
+		return false, fmt.Errorf("answered more than %d pods", len(b.todo))
+	}
+	i := b.todo[n]
+	switch kind {
+	case frameResult:
+		if !b.failed || !b.first {
+			pod, err := decodePod(body)
+			if err != nil {
+				b.errs[i] = &Error{Overlay: o.name, Err: fmt.Errorf("decoding the result: %v", err)}
+				b.failed = true
+			} else {
+				b.out[i] = pod
+			}
+		}
+	case frameError:
+		var we wireError
+		if err := json.Unmarshal(body, &we); err != nil {
+			return false, fmt.Errorf("malformed error: %v", err)
+		}
+		if !b.failed || !b.first {
+			b.errs[i] = we.error()
+		}
+		b.failed = true
+	default:
+		return false, fmt.Errorf("got a frame of kind %q, want an answer", kind)
+	}
+	x.a.answered++
+	x.a.began = time.Now()
+	return false, nil
+}
+
+// workerState is what the parent keeps of a worker between applies: the pod and ctx it sent
+// last, and their encodings.
+type workerState struct {
+	enc     podEncoder
+	env     *Env
+	envData []byte
+}
+
+// sendPods sends an apply request of the script key to the pods of b still to do.
+func (st *workerState) sendPods(in *bufio.Writer, key string, b *batch) error {
+	apply := byte(frameApply)
+	if b.first {
+		apply = frameFirst
+	}
+	if err := sandbox.WriteFrame(in, apply, []byte(key)); err != nil {
+		return err
+	}
+	st.enc.pod, st.env, st.envData = nil, nil, st.envData[:0]
+	for j, i := range b.todo {
+		env := b.env
+		if b.envs != nil {
+			env = b.envs[i]
+		}
+		if env != st.env || j == 0 {
+			st.envData = st.envData[:0]
+			if env != nil {
+				st.envData = appendEnv(st.envData, env)
+			}
+			st.env = env
+		}
+		pod := b.pods[i]
+		var err error
+		if err = st.enc.encode(pod); err == nil {
+			st.enc.head = appendPodHeader(st.enc.head[:0], st.envData, pod.Kind, pod.APIVersion)
+			err = sandbox.WriteFrame(in, framePod, st.enc.head, st.enc.proto)
+		} else {
+			err = sandbox.WriteFrame(in, frameSkip, []byte(err.Error()))
+		}
+		if err != nil {
+			return err
+		}
+		// The worker starts with the first pod while the parent encodes the next ones.
+		if j == 0 || in.Buffered() >= 8<<10 {
+			if err := in.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sandbox.WriteFrame(in, frameEnd); err != nil {
+		return err
+	}
+	return in.Flush()
+}

@@ -1,0 +1,108 @@
+// Package sandbox runs untrusted work in child processes that limit their own memory.
+//
+// A child is this program (or another) started with a memory limit in its environment; it
+// calls [Enter] first thing, which limits its data segment and address space with setrlimit
+// (and, where a cgroup v2 memory controller is writable, puts it in a cgroup of its own with
+// memory.max) before it reads anything untrusted, and makes the Go runtime write its fatal
+// errors to a pipe of the parent as well as to standard error. Why a child died then comes
+// from that crash report, the signal that ended it (ProcessState) and its cgroup's count of
+// out-of-memory kills: see [Failure] and exit.memory.
+//
+// To run long-lived workers that answer requests, use a [Pool]: [Pool.Get] returns a ready
+// [Worker] (one that has limited its memory and said hello), [Worker.Call] sends one request
+// and reads its answers in frames (see [FrameReader]), with a time limit for the first
+// answer and for each after it, and [Pool.Put] gives it back. A worker program serves with
+// [Serve]. To run one child to its end, as starpod test runs each test file, use [Command].
+//
+// What it does not do: on systems without setrlimit (non-Unix) [Enter] fails; CPU is bounded
+// only through the callers' time limits. Under the race detector, memory limits are scaled
+// by [RaceMemoryFactor] for its shadow memory.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+
+	"github.com/starpod/starpod/internal/bound"
+)
+
+// The environment of a child.
+const (
+	envRole   = "STARPOD_SANDBOX"            // "worker" in a pooled worker, "process" in a Command's child
+	envMemory = "STARPOD_SANDBOX_MAX_MEMORY" // the memory limit in bytes
+	crashFD   = 3                            // the write end of the crash report's pipe
+)
+
+// MinMemory is the smallest memory limit of a child: about the smallest under which a Go
+// process starts and compiles a script on 64-bit Linux (measured: 44 to 48 MiB), where the
+// runtime maps its heap in arenas of 64 MiB that the limits must admit.
+const MinMemory = 48 << 20
+
+// ErrSmallMemory is the error of a memory limit below MinMemory.
+func ErrSmallMemory(limit int64) error {
+	return fmt.Errorf("the memory limit %s is below the %s a process needs to run scripts", bound.FormatSize(limit), bound.FormatSize(MinMemory))
+}
+
+// IsWorker reports whether the process was started by a [Pool] as a worker.
+func IsWorker() bool { return os.Getenv(envRole) == "worker" }
+
+// IsChild reports whether the process was started by [Command].
+func IsChild() bool { return os.Getenv(envRole) == "process" }
+
+// Enter limits the memory of the calling process, a child that a [Pool] or [Command] started,
+// to the limit its environment holds, and sends the runtime's fatal errors to the parent's
+// crash report: it caps GOMAXPROCS at 2 (every thread's stack counts against the limit),
+// limits the data segment (the Go heap and thread stacks) to the limit plus 64 MiB for
+// thread stacks, and the address space to what the process has reserved now plus as much,
+// with setrlimit; a worker also joins a memory cgroup of its own where one is writable. A
+// program that allocates beyond the limit dies at once of a fatal "out of memory" error of
+// the runtime, which no recover catches: the parent's [Failure] says so.
+//
+// Enter returns an error if the process is no child, if the limit is below [MinMemory], or
+// if the system refuses it.
+func Enter() error {
+	role := os.Getenv(envRole)
+	if role == "" {
+		return errors.New("limiting memory: this process was not started by the sandbox")
+	}
+	limit, err := strconv.ParseInt(os.Getenv(envMemory), 10, 64)
+	if err != nil || limit <= 0 {
+		return fmt.Errorf("%s: got %q, want a positive number of bytes", envMemory, os.Getenv(envMemory))
+	}
+	if limit < MinMemory {
+		return fmt.Errorf("limiting memory: %v", ErrSmallMemory(limit))
+	}
+	if f := os.NewFile(crashFD, "crash report"); f != nil {
+		debug.SetCrashOutput(f, debug.CrashOptions{}) // the runtime keeps a copy of the descriptor
+		f.Close()
+	}
+	runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), 2))
+	extra := int64(0)
+	if role == "worker" {
+		extra = min(limit/8, maxBallast)
+	}
+	if err := setRlimits(limit*RaceMemoryFactor + extra); err != nil {
+		return fmt.Errorf("limiting memory: %v", err)
+	}
+	if role == "worker" {
+		joinMemoryCgroup(limit) // best effort
+		ballast = make([]byte, extra)
+	}
+	return nil
+}
+
+// maxBallast bounds the size of a worker's ballast.
+const maxBallast = 4 << 20
+
+// ballast is a worker's ballast: an allocation never touched, which takes address space but no
+// memory. A worker's live heap is under a megabyte (its program and the work at hand), so
+// without it the collector would run at Go's smallest heap goal, every few megabytes of
+// allocation; with it the collector aims at a heap larger by twice its size and runs about
+// half as often. A larger ballast saves little more time but lets garbage, and resident
+// memory with it, grow by twice its size. The rlimits allow for its address space, so that
+// a script may use as much as without it.
+var ballast []byte
