@@ -965,3 +965,44 @@ func TestRunContextNamespace(t *testing.T) {
 	mustRun(t, "status", "--kubeconfig", kc, "ctx")
 	mustRun(t, "delete", "--kubeconfig", kc, "ctx")
 }
+
+// TestNamespaceFlag: -n/--namespace works on run and on every cluster command, and wins over
+// --cfg namespace= and over the context's namespace.
+func TestNamespaceFlag(t *testing.T) {
+	ns, other := namespace(t), namespace(t, "other")
+	kc := contextNamespace(t, other)
+	r := mustRun(t, "run", "--kubeconfig", kc, "-n", ns, "--cfg", "namespace="+other, "--app-id", "nf", example)
+	handle := "kubernetes://" + ns + "/nf"
+	if got := strings.TrimSpace(r.stdout); got != handle {
+		t.Errorf("run -n %s --cfg namespace=%s: handle %q, want %q", ns, other, got, handle)
+	}
+	if names := jobs(t, ns); len(names) != 1 {
+		t.Errorf("jobs in %s: %v, want [nf]", ns, names)
+	}
+	if names := jobs(t, other); len(names) != 0 {
+		t.Errorf("jobs in %s: %v, want none", other, names)
+	}
+	for _, args := range [][]string{
+		{"status", "-n", ns, "nf"},
+		{"status", "--namespace", ns, "--cfg", "namespace=" + other, "nf"},
+		{"describe", "-n", ns, "nf"},
+	} {
+		r := mustRun(t, append([]string{"--kubeconfig", kc}, args...)...)
+		if !strings.Contains(r.stdout, handle) {
+			t.Errorf("starpod %s: output does not name %s:\n%s", strings.Join(args, " "), handle, r.stdout)
+		}
+	}
+	r = mustRun(t, "list", "--kubeconfig", kc, "-n", ns)
+	if !strings.Contains(r.stdout, handle+" ") {
+		t.Errorf("list -n %s:\n%s", ns, r.stdout)
+	}
+	mustFail(t, 1, `namespace "`+other+`": get job "nf": .* not found`, "status", "--kubeconfig", kc, "nf")
+	r = mustRun(t, "cancel", "--kubeconfig", kc, "-n", ns, "nf")
+	if r.stdout != handle+": cancel requested (AbortJob)\n" {
+		t.Errorf("cancel -n: %q", r.stdout)
+	}
+	r = mustRun(t, "delete", "--kubeconfig", kc, "-n", ns, "nf")
+	if r.stdout != handle+": deleted\n" {
+		t.Errorf("delete -n: %q", r.stdout)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/starpod/starpod/cluster"
 	"github.com/starpod/starpod/internal/spell"
@@ -33,13 +34,20 @@ func init() {
 type clusterFlags struct {
 	kubeconfig string
 	context    string
+	namespace  string
 	cfg        []string
 }
 
 func (f *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` (default: $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&f.context, "context", "", "kubeconfig `CONTEXT` to use")
-	fs.StringArrayVar(&f.cfg, "cfg", nil, "run option `namespace=NS`: the namespace of bare app ids (default: the context's)")
+	registerNamespace(fs, &f.namespace)
+	fs.StringArrayVar(&f.cfg, "cfg", nil, "run option `namespace=NS`, as -n (default: the context's namespace)")
+}
+
+// registerNamespace registers -n/--namespace, as kubectl's.
+func registerNamespace(fs *pflag.FlagSet, ns *string) {
+	fs.StringVarP(ns, "namespace", "n", "", "`NAMESPACE` of the app, and of bare app ids; wins over --cfg namespace= (default: the context's)")
 }
 
 // connect parses --cfg and connects to the cluster the flags select.
@@ -48,7 +56,21 @@ func (f *clusterFlags) connect() (*cluster.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.namespace != "" {
+		if err := checkNamespace(f.namespace); err != nil {
+			return nil, err
+		}
+		ns = f.namespace
+	}
 	return cluster.Connect(cluster.Options{Kubeconfig: f.kubeconfig, Context: f.context, Namespace: ns})
+}
+
+// checkNamespace checks the value of -n; a bad one is bad usage.
+func checkNamespace(ns string) error {
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return usagef("--namespace: got %q, want a DNS label: %s", ns, errs[0])
+	}
+	return nil
 }
 
 // cfgNamespace returns the namespace that --cfg settings name, or "". Only the namespace
@@ -156,7 +178,8 @@ func newStatusCmd(a *app) *cobra.Command {
 		Use:   "status HANDLE",
 		Short: "Show the state of an app and of each of its replicas",
 		Long: `Status shows the state of the app HANDLE names (kubernetes://<namespace>/<app_id>, or an
-app id in the context's namespace) and the state of each replica of each role.
+app id in the namespace of -n, else --cfg namespace=, else the context's) and the state of
+each replica of each role.
 
 States follow TorchX: Volcano's Pending is PENDING; Running, Restarting, Completing,
 Terminating and Aborting are RUNNING; Completed is SUCCEEDED; Aborted is CANCELLED;
@@ -317,12 +340,13 @@ func newListCmd(a *app) *cobra.Command {
 	var output string
 	var all bool
 	cmd := &cobra.Command{
-		Use:   "list [--cfg namespace=NS] [-A]",
+		Use:   "list [-n NAMESPACE] [-A]",
 		Short: "List the apps in a namespace",
-		Long: `List shows the apps that starpod launched in the namespace (from --cfg namespace=, else the
-context's, else default), or in every namespace with -A: handle, app name, state and age,
-newest first.`,
+		Long: `List shows the apps that starpod launched in the namespace (-n, else --cfg namespace=,
+else the context's, else default), or in every namespace with -A: handle, app name, state
+and age, newest first (across namespaces with -A).`,
 		Example: `  starpod list
+  starpod list -n ml
   starpod list -A -o json`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -27,6 +27,7 @@ type runFlags struct {
 	wait       bool
 	kubeconfig string
 	context    string
+	namespace  string
 	output     string
 	appID      string
 }
@@ -49,8 +50,13 @@ port protocols), port numbers, env entries, and requests against limits.
 Every problem is reported, one a line with its file:line:col or field path, and nothing
 is printed or submitted: those of the spec, the app id and every overlay together, and,
 when the spec and the overlays are fine, those of every replica.
-The --cfg keys are listed by "starpod runopts kubernetes".`,
+The --cfg keys are listed by "starpod runopts kubernetes".
+
+The job's namespace is -n/--namespace, else --cfg namespace=, else the kubeconfig
+context's, else default: when both are given, -n wins, as kubectl's -n wins over the
+context's namespace.`,
 		Example: `  starpod run --dry-run --app-id demo examples/llama-ft/app.yaml
+  starpod run -n ml --wait app.yaml
   starpod run --cfg queue=gpu,namespace=ml --overlay-script spot.star --overlay-arg zone=b app.yaml`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,6 +72,7 @@ The --cfg keys are listed by "starpod runopts kubernetes".`,
 	fs.BoolVar(&f.wait, "wait", false, "wait for the job to finish")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` (default: $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&f.context, "context", "", "kubeconfig `CONTEXT` to use")
+	registerNamespace(fs, &f.namespace)
 	fs.StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
 	fs.StringVar(&f.appID, "app-id", "", "`ID` to use as the job's name instead of a generated one (for reproducible output)")
 	return cmd
@@ -90,7 +97,14 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
 	if err != nil {
 		return usagef("--cfg: %v", err)
 	}
-	if !cfgSets(f.cfg, "namespace") {
+	switch {
+	case f.namespace != "":
+		// As kubectl's -n beats the context's namespace, -n beats --cfg namespace=.
+		if err := checkNamespace(f.namespace); err != nil {
+			return err
+		}
+		cfg.Namespace = f.namespace
+	case !cfgSets(f.cfg, "namespace"):
 		// As kubectl does: the namespace of the kubeconfig context, else default. Only local
 		// files are read, so a dry run shows what a real run would create.
 		cfg.Namespace = cluster.ContextNamespace(f.kubeconfig, f.context)
