@@ -22,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcbus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+
+	"github.com/starpod/starpod/scheduler"
 )
 
 // A request is a request that the fake API server received.
@@ -149,6 +151,7 @@ func job(name string, phase vcbatch.JobPhase) *vcbatch.Job {
 	j.UID = "uid-1"
 	j.ResourceVersion = "5"
 	j.Labels = map[string]string{labelManagedBy: managedByValue}
+	j.Annotations = map[string]string{scheduler.AnnotationAppSpec: `{"name":"app"}`}
 	j.Status.State.Phase = phase
 	return j
 }
@@ -217,13 +220,17 @@ func TestGetNotFound(t *testing.T) {
 }
 
 func TestListRequest(t *testing.T) {
+	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	c, api := connectFake(t, map[string]http.HandlerFunc{
 		"GET /apis/batch.volcano.sh/v1alpha1/jobs": func(w http.ResponseWriter, r *http.Request) {
-			a, b := job("a", vcbatch.Running), job("b", vcbatch.Completed)
-			b.Namespace = "dev"
+			a, b, c := job("a", vcbatch.Running), job("b", vcbatch.Completed), job("c", vcbatch.Pending)
+			b.Namespace, c.Namespace = "dev", "dev"
+			a.CreationTimestamp = metav1.NewTime(t0.Add(2 * time.Second))
+			b.CreationTimestamp = metav1.NewTime(t0)
+			c.CreationTimestamp = metav1.NewTime(t0.Add(2 * time.Second))
 			reply(t, w, http.StatusOK, vcbatch.JobList{
 				TypeMeta: metav1.TypeMeta{Kind: "JobList", APIVersion: "batch.volcano.sh/v1alpha1"},
-				Items:    []vcbatch.Job{*a, *b},
+				Items:    []vcbatch.Job{*b, *a, *c},
 			})
 		},
 	})
@@ -235,7 +242,8 @@ func TestListRequest(t *testing.T) {
 	for _, st := range got {
 		ids = append(ids, st.Namespace+"/"+st.AppID+" "+string(st.State))
 	}
-	if diff := cmp.Diff([]string{"dev/b SUCCEEDED", "ml/a RUNNING"}, ids); diff != "" {
+	// Newest first across namespaces; apps of the same second by namespace, then app id.
+	if diff := cmp.Diff([]string{"dev/c PENDING", "ml/a RUNNING", "dev/b SUCCEEDED"}, ids); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
 	}
 	// A list sends no timeout, as client-go's typed clients do: the HTTP client's bounds it.
@@ -244,17 +252,71 @@ func TestListRequest(t *testing.T) {
 
 func TestDeleteRequest(t *testing.T) {
 	c, api := connectFake(t, map[string]http.HandlerFunc{
+		"GET " + jobsPath + "/app": func(w http.ResponseWriter, r *http.Request) {
+			reply(t, w, http.StatusOK, job("app", vcbatch.Running))
+		},
 		"DELETE " + jobsPath + "/app": func(w http.ResponseWriter, r *http.Request) {
 			reply(t, w, http.StatusOK, job("app", vcbatch.Running))
 		},
 	})
-	if err := c.Delete(context.Background(), Handle{"ml", "app"}); err != nil {
+	if err := c.Delete(context.Background(), Handle{"ml", "app"}, OpOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if diff := cmp.Diff([]string{"GET " + jobsPath + "/app", "DELETE " + jobsPath + "/app"}, api.calls()); diff != "" {
+		t.Fatalf("requests (-want +got):\n%s", diff)
+	}
 	var opts metav1.DeleteOptions
-	decodeBody(t, api.only(t), &opts)
+	decodeBody(t, api.requests[1], &opts)
 	if opts.PropagationPolicy == nil || *opts.PropagationPolicy != metav1.DeletePropagationBackground {
 		t.Errorf("got delete options %+v, want propagation policy Background", opts)
+	}
+	if opts.Preconditions == nil || opts.Preconditions.UID == nil || *opts.Preconditions.UID != "uid-1" {
+		t.Errorf("got delete options %+v, want the precondition of the job's UID", opts)
+	}
+}
+
+// TestRefuseForeignJob: cancel and delete refuse a Volcano Job that starpod did not make,
+// unless forced.
+func TestRefuseForeignJob(t *testing.T) {
+	c, api := connectFake(t, map[string]http.HandlerFunc{
+		"GET " + jobsPath + "/other": func(w http.ResponseWriter, r *http.Request) {
+			j := job("other", vcbatch.Running)
+			j.Annotations, j.Labels = nil, nil
+			reply(t, w, http.StatusOK, j)
+		},
+		"DELETE " + jobsPath + "/other": func(w http.ResponseWriter, r *http.Request) {
+			reply(t, w, http.StatusOK, job("other", vcbatch.Running))
+		},
+		"POST /apis/bus.volcano.sh/v1alpha1/namespaces/ml/commands": func(w http.ResponseWriter, r *http.Request) {
+			reply(t, w, http.StatusCreated, vcbus.Command{
+				TypeMeta:   metav1.TypeMeta{Kind: "Command", APIVersion: "bus.volcano.sh/v1alpha1"},
+				ObjectMeta: metav1.ObjectMeta{Name: "other-abortjob", Namespace: "ml"},
+			})
+		},
+	})
+	h := Handle{"ml", "other"}
+	_, err := c.Cancel(context.Background(), h, OpOptions{})
+	var e *Error
+	if !errors.Is(err, ErrNotStarpod) || !errors.As(err, &e) || e.Op != "cancel" {
+		t.Errorf("Cancel of a foreign job: got %v, want an *Error of op cancel caused by ErrNotStarpod", err)
+	}
+	err = c.Delete(context.Background(), h, OpOptions{})
+	if !errors.Is(err, ErrNotStarpod) || !errors.As(err, &e) || e.Op != "delete" {
+		t.Errorf("Delete of a foreign job: got %v, want an *Error of op delete caused by ErrNotStarpod", err)
+	}
+	want := `cluster "fake" (` // the rest names the server
+	if err != nil && (!strings.HasPrefix(err.Error(), want) ||
+		!strings.HasSuffix(err.Error(), `, namespace "ml": delete job "other": not made by starpod (no starpod.dev/app-spec annotation)`)) {
+		t.Errorf("Delete of a foreign job: message %q", err)
+	}
+	if diff := cmp.Diff([]string{"GET " + jobsPath + "/other", "GET " + jobsPath + "/other"}, api.calls()); diff != "" {
+		t.Errorf("requests when refusing (-want +got):\n%s", diff)
+	}
+	if res, err := c.Cancel(context.Background(), h, OpOptions{Force: true}); err != nil || res != CancelRequested {
+		t.Errorf("forced Cancel: got %v, %v, want CancelRequested", res, err)
+	}
+	if err := c.Delete(context.Background(), h, OpOptions{Force: true}); err != nil {
+		t.Errorf("forced Delete: %v", err)
 	}
 }
 
@@ -289,7 +351,7 @@ func TestCancelStaleCommand(t *testing.T) {
 			reply(t, w, http.StatusOK, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess})
 		},
 	})
-	got, err := c.Cancel(context.Background(), Handle{"ml", "app"})
+	got, err := c.Cancel(context.Background(), Handle{"ml", "app"}, OpOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

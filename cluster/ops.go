@@ -4,6 +4,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcbus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+
+	"github.com/starpod/starpod/scheduler"
 )
 
 // jobKind is the group, version and kind of Volcano Jobs.
@@ -106,8 +109,8 @@ type ListOptions struct {
 }
 
 // List returns the status of every starpod app in the client's namespace (or in every
-// namespace), sorted by namespace, then newest first, then by app id. Only the Volcano Jobs
-// that starpod launched are listed.
+// namespace), newest first, then by namespace and app id. Only the Volcano Jobs that starpod
+// launched are listed.
 func (c *Client) List(ctx context.Context, opts ListOptions) ([]Status, error) {
 	ns := c.namespace
 	if opts.AllNamespaces {
@@ -122,17 +125,40 @@ func (c *Client) List(ctx context.Context, opts ListOptions) ([]Status, error) {
 	for i := range list.Items {
 		out = append(out, StateOf(&list.Items[i]))
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
+	sortNewest(out)
+	return out, nil
+}
+
+// sortNewest sorts apps newest first, across namespaces, then by namespace and app id.
+func sortNewest(apps []Status) {
+	sort.SliceStable(apps, func(i, j int) bool {
+		a, b := apps[i], apps[j]
 		if !a.Created.Equal(b.Created) {
 			return a.Created.After(b.Created)
 		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
 		return a.AppID < b.AppID
 	})
-	return out, nil
+}
+
+// ErrNotStarpod is the cause of the *Error with which [Client.Cancel] and [Client.Delete]
+// refuse a Volcano Job that starpod did not make, unless forced.
+var ErrNotStarpod = errors.New("not made by starpod (no " + scheduler.AnnotationAppSpec + " annotation)")
+
+// MadeByStarpod reports whether starpod made job: whether it has the app spec annotation
+// that [scheduler.AppFromJob] reads back, as "starpod describe" tells.
+func MadeByStarpod(job *vcbatch.Job) bool {
+	_, ok := job.Annotations[scheduler.AnnotationAppSpec]
+	return ok
+}
+
+// OpOptions are the options of [Client.Cancel] and [Client.Delete].
+type OpOptions struct {
+	// Force operates on a Volcano Job that starpod did not make too; without it, such a job
+	// is refused with an error whose cause is ErrNotStarpod.
+	Force bool
 }
 
 // CancelResult says what [Client.Cancel] did.
@@ -151,11 +177,15 @@ const (
 // Command with action AbortJob that targets the job and is owned by it, as vcctl's "job
 // suspend" does; Volcano's controller then aborts the job, which stays, in phase Aborted.
 // Cancel is idempotent: a job that is aborting, aborted or finished, or that has an AbortJob
-// command waiting already, is left as it is.
-func (c *Client) Cancel(ctx context.Context, h Handle) (CancelResult, error) {
+// command waiting already, is left as it is. A job that starpod did not make is refused
+// unless opts.Force: the *Error's cause is ErrNotStarpod.
+func (c *Client) Cancel(ctx context.Context, h Handle, opts OpOptions) (CancelResult, error) {
 	job, err := c.Get(ctx, h)
 	if err != nil {
 		return 0, err
+	}
+	if !opts.Force && !MadeByStarpod(job) {
+		return 0, c.errorf(job.Namespace, "cancel", ErrNotStarpod, "job %q", job.Name)
 	}
 	if phase := job.Status.State.Phase; phase == vcbatch.Aborting || AppStateOf(phase).Final() {
 		return CancelDone, nil
@@ -211,11 +241,22 @@ func abortCommandName(job string) string {
 }
 
 // Delete removes the app h names: its Volcano Job and, through the API server's garbage
-// collection, the pods and commands the job owns.
-func (c *Client) Delete(ctx context.Context, h Handle) error {
+// collection, the pods and commands the job owns. A job that starpod did not make is refused
+// unless opts.Force: the *Error's cause is ErrNotStarpod. The job is read first, and deleted
+// on the condition of its UID, so that a job made anew under the same name in between is
+// not deleted unchecked.
+func (c *Client) Delete(ctx context.Context, h Handle, opts OpOptions) error {
 	ns := c.namespaceOf(h)
+	job := new(vcbatch.Job)
+	if err := c.jobs(ns).get(ctx, h.AppID, job); err != nil {
+		return c.errorf(ns, "delete", err, "job %q", h.AppID)
+	}
+	if !opts.Force && !MadeByStarpod(job) {
+		return c.errorf(ns, "delete", ErrNotStarpod, "job %q", h.AppID)
+	}
 	policy := metav1.DeletePropagationBackground
-	if err := c.jobs(ns).delete(ctx, h.AppID, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil {
+	del := metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &job.UID}}
+	if err := c.jobs(ns).delete(ctx, h.AppID, del); err != nil {
 		return c.errorf(ns, "delete", err, "job %q", h.AppID)
 	}
 	return nil

@@ -98,7 +98,10 @@ type ReplicaStatus struct {
 }
 
 // StateOf returns the status of the app that job runs. Roles are in the order of their role
-// index, replicas in the order of their ids.
+// index, replicas in the order of their ids. Each task of starpod's is one replica; a task of
+// several replicas (in a job that starpod did not make) shows each of them, numbered by the
+// pod's index in the task, with the phases Volcano counts for the task given out in a fixed
+// order (see taskPhases), since Volcano does not say which pod has which.
 func StateOf(job *vcbatch.Job) Status {
 	st := Status{
 		Handle:    Handle{Namespace: job.Namespace, AppID: job.Name}.String(),
@@ -119,9 +122,28 @@ func StateOf(job *vcbatch.Job) Status {
 	roles := map[roleKey][]ReplicaStatus{}
 	for _, task := range job.Spec.Tasks {
 		ref := taskReplica(task)
+		ts := job.Status.TaskStatusCount[task.Name]
+		if task.Replicas > 1 {
+			// Not a task of starpod's, which has one replica each: show every pod of the
+			// task, by its index in the task, as a replica of a role named after the task
+			// (or its role label).
+			k := roleKey{ref.roleIndex, task.Template.Labels[labelRoleName]}
+			if k.name == "" {
+				k.name = task.Name
+			}
+			phases := taskPhases(ts, int(task.Replicas))
+			for i := range int(task.Replicas) {
+				rs := ReplicaStatus{ID: i, Task: task.Name, State: Unknown}
+				if i < len(phases) {
+					rs.Phase = string(phases[i])
+					rs.State = ReplicaStateOf(phases[i])
+				}
+				roles[k] = append(roles[k], rs)
+			}
+			continue
+		}
 		rs := ReplicaStatus{ID: ref.replica, Task: task.Name, State: Unknown}
-		if ts, ok := job.Status.TaskStatusCount[task.Name]; ok {
-			phase := taskPhase(ts)
+		if phase := taskPhase(ts); phase != "" {
 			rs.Phase = string(phase)
 			rs.State = ReplicaStateOf(phase)
 		}
@@ -172,6 +194,37 @@ func taskPhase(ts vcbatch.TaskState) corev1.PodPhase {
 	}
 	sort.Strings(names)
 	return corev1.PodPhase(names[0])
+}
+
+// taskPhases returns the phases of the pods of a task of n replicas from Volcano's counts,
+// at most n of them. Volcano counts pods by phase, not which pod is in which: the phases come
+// in the order of phaseOrder (then phases this version does not know, by name), so that
+// replica i of a task is only the i-th of its pods in that order.
+func taskPhases(ts vcbatch.TaskState, n int) []corev1.PodPhase {
+	var out []corev1.PodPhase
+	add := func(p corev1.PodPhase) {
+		for range ts.Phase[p] {
+			if len(out) < n {
+				out = append(out, p)
+			}
+		}
+	}
+	known := map[corev1.PodPhase]bool{}
+	for _, p := range phaseOrder {
+		known[p] = true
+		add(p)
+	}
+	var other []string
+	for p := range ts.Phase {
+		if !known[p] {
+			other = append(other, string(p))
+		}
+	}
+	sort.Strings(other)
+	for _, p := range other {
+		add(corev1.PodPhase(p))
+	}
+	return out
 }
 
 // A replicaRef places a task in its app: its role, the role's index and the replica id.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -232,5 +233,40 @@ func TestStatusEqual(t *testing.T) {
 		if a.equal(b) {
 			t.Errorf("%v equals %v", a, b)
 		}
+	}
+}
+
+// TestStateOfSeveralReplicas: a task of several replicas (not starpod's, which has one replica
+// per task) shows each of them, with the phases Volcano counts for the task.
+func TestStateOfSeveralReplicas(t *testing.T) {
+	job := &vcbatch.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "default"},
+		Spec: vcbatch.JobSpec{Tasks: []vcbatch.TaskSpec{
+			{Name: "worker", Replicas: 4},
+			{Name: "ps", Replicas: 1},
+		}},
+		Status: vcbatch.JobStatus{
+			State: vcbatch.JobState{Phase: vcbatch.Running},
+			TaskStatusCount: map[string]vcbatch.TaskState{
+				"worker": {Phase: map[corev1.PodPhase]int32{"Pending": 1, "Running": 2}},
+				"ps":     counts("Running"),
+			},
+		},
+	}
+	got := StateOf(job)
+	want := []RoleStatus{
+		{Name: "ps", Replicas: []ReplicaStatus{{ID: 0, Task: "ps", State: Running, Phase: "Running"}}},
+		{Name: "worker", Replicas: []ReplicaStatus{
+			{ID: 0, Task: "worker", State: Running, Phase: "Running"},
+			{ID: 1, Task: "worker", State: Running, Phase: "Running"},
+			{ID: 2, Task: "worker", State: Pending, Phase: "Pending"},
+			{ID: 3, Task: "worker", State: Unknown},
+		}},
+	}
+	if diff := cmp.Diff(want, got.Roles); diff != "" {
+		t.Errorf("StateOf (-want +got):\n%s", diff)
+	}
+	if s := FormatStatus(got); !strings.Contains(s, "  worker 0:RUNNING 1:RUNNING 2:PENDING 3:UNKNOWN\n") {
+		t.Errorf("FormatStatus:\n%s", s)
 	}
 }

@@ -716,11 +716,11 @@ func TestRunWait(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, &stdout, "trainer/3 UNKNOWN\n")
+		waitFor(t, &stderr, "trainer/3 UNKNOWN\n")
 		setPhase(t, ns, id, vcbatch.Pending, map[string]string{"trainer-0": "Pending", "trainer-1": "Pending"})
-		waitFor(t, &stdout, "trainer/1 PENDING\n")
+		waitFor(t, &stderr, "trainer/1 PENDING\n")
 		setPhase(t, ns, id, vcbatch.Running, map[string]string{"trainer-0": "Running", "trainer-1": "Pending"})
-		waitFor(t, &stdout, "trainer/0 RUNNING\n")
+		waitFor(t, &stderr, "trainer/0 RUNNING\n")
 		// A change that moves no state prints nothing.
 		setPhase(t, ns, id, vcbatch.Running, map[string]string{"trainer-0": "Running", "trainer-1": "Bound"})
 		setPhase(t, ns, id, test.final, map[string]string{"trainer-0": "Succeeded", "trainer-1": "Succeeded"})
@@ -731,12 +731,17 @@ func TestRunWait(t *testing.T) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		want := handle + "\n" +
-			handle + " UNKNOWN\ntrainer/0 UNKNOWN\ntrainer/1 UNKNOWN\ntrainer/2 UNKNOWN\ntrainer/3 UNKNOWN\n" +
+		// Standard output has the handle alone, for H=$(starpod run --wait ...); the progress
+		// is on standard error.
+		if got := stdout.String(); got != handle+"\n" {
+			t.Errorf("run --wait until %s: stdout %q, want the handle alone", test.final, got)
+		}
+		want := handle + " UNKNOWN\ntrainer/0 UNKNOWN\ntrainer/1 UNKNOWN\ntrainer/2 UNKNOWN\ntrainer/3 UNKNOWN\n" +
 			handle + " PENDING (Pending: Test)\ntrainer/0 PENDING\ntrainer/1 PENDING\n" +
 			handle + " RUNNING (Running: Test)\ntrainer/0 RUNNING\n" +
 			handle + " " + test.last + "\ntrainer/0 SUCCEEDED\ntrainer/1 SUCCEEDED\n"
-		if diff := cmp.Diff(want, stdout.String()); diff != "" {
+		progress, _, _ := strings.Cut(stderr.String(), "app "+handle+" ended")
+		if diff := cmp.Diff(want, progress); diff != "" {
 			t.Errorf("run --wait until %s: output (-want +got):\n%s", test.final, diff)
 		}
 		if code != test.code {
@@ -1004,5 +1009,89 @@ func TestNamespaceFlag(t *testing.T) {
 	r = mustRun(t, "delete", "--kubeconfig", kc, "-n", ns, "nf")
 	if r.stdout != handle+": deleted\n" {
 		t.Errorf("delete -n: %q", r.stdout)
+	}
+}
+
+// TestListNewestFirst: list -A sorts newest first across namespaces, not by namespace first.
+func TestListNewestFirst(t *testing.T) {
+	nsA, nsB := namespace(t, "a"), namespace(t, "b")
+	mustRun(t, "run", "--app-id", "older", "-n", nsA, example)
+	time.Sleep(1100 * time.Millisecond) // creation times are in seconds
+	mustRun(t, "run", "--app-id", "newer", "-n", nsB, example)
+	for _, args := range [][]string{{"list", "-A", "-o", "json"}, {"list", "-A"}} {
+		r := mustRun(t, args...)
+		var order []string
+		if args[len(args)-1] == "json" {
+			var apps []cluster.Status
+			if err := json.Unmarshal([]byte(r.stdout), &apps); err != nil {
+				t.Fatalf("list -A -o json: %v\n%s", err, r.stdout)
+			}
+			for _, a := range apps {
+				if a.Namespace == nsA || a.Namespace == nsB {
+					order = append(order, a.Handle)
+				}
+			}
+		} else {
+			for _, line := range strings.Split(r.stdout, "\n") {
+				if f := strings.Fields(line); len(f) > 0 && (strings.Contains(f[0], "/"+nsA+"/") || strings.Contains(f[0], "/"+nsB+"/")) {
+					order = append(order, f[0])
+				}
+			}
+		}
+		want := []string{"kubernetes://" + nsB + "/newer", "kubernetes://" + nsA + "/older"}
+		if diff := cmp.Diff(want, order); diff != "" {
+			t.Errorf("starpod %s: order (-want +got):\n%s", strings.Join(args, " "), diff)
+		}
+	}
+}
+
+// TestForeignJob: a Volcano Job that starpod did not make is shown by status, every replica
+// of its tasks included, but cancel and delete refuse it unless --force.
+func TestForeignJob(t *testing.T) {
+	ns := namespace(t)
+	handle := "kubernetes://" + ns + "/foreign"
+	foreign := &vcbatch.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "foreign", Namespace: ns},
+		Spec: vcbatch.JobSpec{Queue: "default", Tasks: []vcbatch.TaskSpec{{
+			Name: "worker", Replicas: 3,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}},
+		}}},
+	}
+	if _, err := vc.BatchV1alpha1().Jobs(ns).Create(context.Background(), foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	job := mustGet(t, ns, "foreign")
+	job.Status.State = vcbatch.JobState{Phase: vcbatch.Running, Reason: "Test"}
+	job.Status.TaskStatusCount = map[string]vcbatch.TaskState{"worker": {Phase: map[corev1.PodPhase]int32{"Running": 2, "Pending": 1}}}
+	if _, err := vc.BatchV1alpha1().Jobs(ns).UpdateStatus(context.Background(), job, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, "status", handle)
+	if want := handle + " RUNNING (Running: Test)\n  worker 0:RUNNING 1:RUNNING 2:PENDING\n"; r.stdout != want {
+		t.Errorf("status of a task of 3 replicas:\ngot\n%s\nwant\n%s", r.stdout, want)
+	}
+
+	mustFail(t, 1, `^cluster "integration" \(https://127\.0\.0\.1:\d+\), namespace "`+ns+`": cancel job "foreign": `+
+		`not made by starpod \(no starpod\.dev/app-spec annotation\); --force cancels it anyway\n$`, "cancel", handle)
+	mustFail(t, 1, `^cluster "integration" \(https://127\.0\.0\.1:\d+\), namespace "`+ns+`": delete job "foreign": `+
+		`not made by starpod \(no starpod\.dev/app-spec annotation\); --force deletes it anyway\n$`, "delete", handle)
+	if n := len(commands(t, ns)); n != 0 {
+		t.Errorf("commands after a refused cancel: %d, want 0", n)
+	}
+	if names := jobs(t, ns); len(names) != 1 {
+		t.Errorf("jobs after a refused delete: %v, want [foreign]", names)
+	}
+	mustFail(t, 1, `was it made by starpod\?`, "describe", handle)
+
+	r = mustRun(t, "cancel", "--force", handle)
+	if r.stdout != handle+": cancel requested (AbortJob)\n" {
+		t.Errorf("cancel --force printed %q", r.stdout)
+	}
+	r = mustRun(t, "delete", "--force", handle)
+	if r.stdout != handle+": deleted\n" {
+		t.Errorf("delete --force printed %q", r.stdout)
+	}
+	if names := jobs(t, ns); len(names) != 0 {
+		t.Errorf("jobs after delete --force: %v", names)
 	}
 }

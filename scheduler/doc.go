@@ -30,7 +30,16 @@
 //
 // Each replica is one task of one pod, so that elastic roles (min_replicas) and per-replica
 // retries (retry_policy REPLICA) can be expressed. The job's name is the app id; every
-// generated name is checked against Kubernetes' length and character rules. Build reports
+// generated name is checked against Kubernetes' length and character rules.
+//
+// Names are never cut where no one sees it. The app name, normalised (lower case, '_', '.'
+// and spaces to '-', other characters dropped), is the value of the app.kubernetes.io/name
+// and starpod.dev/app-name labels, so a spec whose normalised name is longer than 63
+// characters is refused, as a problem of its name field, rather than labelled with a cut
+// name that no longer matches it. A generated app id is the normalised name cut to leave
+// room for its random suffix and the task names in the pod names, which the handle that
+// "starpod run" prints shows; a given app id (BuildOptions.AppID) that does not fit is
+// refused. Build reports
 // every problem of every role and replica as one *[BuildError]: the spec's, the run options'
 // and the app id's, and every overlay's that cannot be read or compiled, all together (every
 // overlay the spec names is compiled even if the spec has problems); then, if the spec and

@@ -130,7 +130,7 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 	for _, err := range cfg.validate() {
 		errs = append(errs, err)
 	}
-	appName := labelValue(normalize(app.Name))
+	appName := normalize(app.Name) // at most a label value's length: validate checks it
 	jobName, err := jobName(app, opts)
 	if err != nil {
 		errs = append(errs, err)
@@ -563,14 +563,6 @@ func normalize(name string) string {
 	}
 	s := strings.TrimLeft(b.String(), "0123456789-")
 	return strings.TrimRight(s, "-")
-}
-
-// labelValue cuts a normalised name to the length of a label value.
-func labelValue(s string) string {
-	if len(s) > maxNameLen {
-		s = strings.TrimRight(s[:maxNameLen], "-")
-	}
-	return s
 }
 
 // path returns the path of a file the spec names: relative paths are relative to app.Dir.

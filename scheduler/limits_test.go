@@ -52,7 +52,7 @@ roles:
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := &builder{app: app, cfg: &cfg, opts: &opts, jobName: job.Name, appName: labelValue(normalize(app.Name)),
+		b := &builder{app: app, cfg: &cfg, opts: &opts, jobName: job.Name, appName: normalize(app.Name),
 			firstTask: taskName(app.Roles[0].Name, 0)}
 		head, err := headSize(job)
 		if err != nil {

@@ -248,9 +248,14 @@ func (app *App) validate() field.ErrorList {
 	var errs field.ErrorList
 	if app.Name == "" {
 		errs = append(errs, field.Required(field.NewPath("name"), ""))
-	} else if normalize(app.Name) == "" {
+	} else if n := normalize(app.Name); n == "" {
 		errs = append(errs, field.Invalid(field.NewPath("name"), app.Name,
 			"want a name with at least one letter"))
+	} else if len(n) > maxNameLen {
+		// The normalised name is the value of two labels: refused, not cut where no one sees.
+		errs = append(errs, field.Invalid(field.NewPath("name"), app.Name, fmt.Sprintf(
+			"%d characters once normalised, want at most %d: it is the value of the %s and %s labels",
+			len(n), maxNameLen, LabelName, LabelAppName)))
 	}
 	errs = append(errs, validateOverlays(app.Overlays, field.NewPath("overlays"))...)
 	rolesPath := field.NewPath("roles")

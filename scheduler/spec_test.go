@@ -35,6 +35,14 @@ func TestParseAppErrors(t *testing.T) {
 		{"empty", ``, []problem{{field.ErrorTypeRequired, "<nil>", 0, 0}}},
 		{"not a mapping", `[1]`, []problem{{field.ErrorTypeTypeInvalid, "<nil>", 1, 1}}},
 		{"syntax", "name: [a\nroles: x\n", []problem{{field.ErrorTypeInvalid, "<nil>", 1, 1}}},
+		{"name too long for a label", `
+name: ` + strings.Repeat("a", 64) + `
+roles:
+- name: trainer
+  image: example/trainer
+  entrypoint: train
+  resource: {cpu: 1, mem_mb: 1000}
+`, []problem{{field.ErrorTypeInvalid, "name", 2, 7}}},
 		{"no name, no roles", `overlays: []`, []problem{
 			{field.ErrorTypeRequired, "name", 1, 1},
 			{field.ErrorTypeRequired, "roles", 1, 1},

@@ -6,6 +6,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -196,7 +197,7 @@ Terminated and Failed are FAILED; a job with no status yet is UNKNOWN.`,
 				return err
 			}
 			if wait {
-				return waitApp(cmd.Context(), a, c, h)
+				return waitApp(cmd.Context(), a, c, h, a.stdout)
 			}
 			st, err := c.Status(cmd.Context(), h)
 			if err != nil {
@@ -401,6 +402,7 @@ func writeList(w io.Writer, apps []cluster.Status, now time.Time) error {
 
 func newCancelCmd(a *app) *cobra.Command {
 	var f clusterFlags
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "cancel HANDLE",
 		Short: "Stop an app, keeping its job",
@@ -408,7 +410,10 @@ func newCancelCmd(a *app) *cobra.Command {
 Command with action AbortJob for the job, and Volcano's controller then evicts the pods
 and marks the job Aborted (state CANCELLED). The job stays, for status, describe and
 logs; "starpod delete" removes it. Cancelling an app that is stopping or has ended
-already changes nothing and succeeds.`,
+already changes nothing and succeeds.
+
+A Volcano Job that starpod did not make (one without the starpod.dev/app-spec
+annotation, which "starpod describe" reads) is refused, unless --force.`,
 		Example: `  starpod cancel kubernetes://ml/llama-ft-x7k2`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -417,7 +422,10 @@ already changes nothing and succeeds.`,
 				return err
 			}
 			h = c.Resolve(h)
-			res, err := c.Cancel(cmd.Context(), h)
+			res, err := c.Cancel(cmd.Context(), h, cluster.OpOptions{Force: force})
+			if errors.Is(err, cluster.ErrNotStarpod) {
+				return fmt.Errorf("%w; --force cancels it anyway", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -437,17 +445,22 @@ already changes nothing and succeeds.`,
 		},
 	}
 	f.register(cmd.Flags())
+	cmd.Flags().BoolVar(&force, "force", false, "cancel a Volcano Job that starpod did not make too")
 	return cmd
 }
 
 func newDeleteCmd(a *app) *cobra.Command {
 	var f clusterFlags
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "delete HANDLE",
 		Short: "Remove an app's job from the cluster",
 		Long: `Delete removes the Volcano Job of the app HANDLE names; the cluster's garbage collector
 then removes its pods and commands. A running app is stopped by that; "starpod cancel"
-stops an app and keeps its job.`,
+stops an app and keeps its job.
+
+A Volcano Job that starpod did not make (one without the starpod.dev/app-spec
+annotation, which "starpod describe" reads) is refused, unless --force.`,
 		Example: `  starpod delete kubernetes://ml/llama-ft-x7k2`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -456,7 +469,11 @@ stops an app and keeps its job.`,
 				return err
 			}
 			h = c.Resolve(h)
-			if err := c.Delete(cmd.Context(), h); err != nil {
+			err = c.Delete(cmd.Context(), h, cluster.OpOptions{Force: force})
+			if errors.Is(err, cluster.ErrNotStarpod) {
+				return fmt.Errorf("%w; --force deletes it anyway", err)
+			}
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "%s: deleted\n", h)
@@ -464,5 +481,6 @@ stops an app and keeps its job.`,
 		},
 	}
 	f.register(cmd.Flags())
+	cmd.Flags().BoolVar(&force, "force", false, "delete a Volcano Job that starpod did not make too")
 	return cmd
 }

@@ -69,7 +69,7 @@ context's namespace.`,
 	fs.StringArrayVar(&f.cfg, "cfg", nil, "run options `KEY=VALUE,...` (repeatable; see starpod runopts kubernetes)")
 	fs.StringVar(&f.dryRun, "dry-run", "none", "`MODE`: client prints the job without contacting a cluster, server has the API server check it")
 	fs.Lookup("dry-run").NoOptDefVal = "client"
-	fs.BoolVar(&f.wait, "wait", false, "wait for the job to finish")
+	fs.BoolVar(&f.wait, "wait", false, "follow the app until it ends, showing its progress on standard error; exit 1 unless it succeeded")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` (default: $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&f.context, "context", "", "kubeconfig `CONTEXT` to use")
 	registerNamespace(fs, &f.namespace)

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/starpod/starpod/cluster"
 	"github.com/starpod/starpod/scheduler"
@@ -21,7 +22,8 @@ type submitOptions struct {
 // submitJob submits job to the cluster that opts select, in the job's namespace or else the
 // context's. It prints the app's handle, or with DryRunServer the job as the API server
 // would have stored it (nothing is created). With Wait it then follows the app until it
-// ends, showing each change of state, and fails (exit 1) unless the app succeeded.
+// ends, showing each change of state on standard error (standard output has only the
+// handle, for H=$(starpod run --wait ...)), and fails (exit 1) unless the app succeeded.
 func submitJob(ctx context.Context, a *app, job *vcbatch.Job, opts submitOptions) error {
 	c, err := cluster.Connect(cluster.Options{Kubeconfig: opts.Kubeconfig, Context: opts.Context})
 	if err != nil {
@@ -44,15 +46,15 @@ func submitJob(ctx context.Context, a *app, job *vcbatch.Job, opts submitOptions
 	if !opts.Wait {
 		return nil
 	}
-	return waitApp(ctx, a, c, h)
+	return waitApp(ctx, a, c, h, a.stderr)
 }
 
-// waitApp follows the app h names until it ends, showing its states on standard output: a
-// live block on a terminal, one line per change otherwise. It returns exit code 1 unless the
-// app succeeded.
-func waitApp(ctx context.Context, a *app, c *cluster.Client, h cluster.Handle) error {
+// waitApp follows the app h names until it ends, showing its states on w: a live block on
+// a terminal, one line per change otherwise. It returns exit code 1 unless the app
+// succeeded.
+func waitApp(ctx context.Context, a *app, c *cluster.Client, h cluster.Handle, w io.Writer) error {
 	h = c.Resolve(h)
-	p := cluster.NewProgress(a.stdout, liveOutput(a.stdout))
+	p := cluster.NewProgress(w, liveOutput(w))
 	st, err := c.Wait(ctx, h, p.Update)
 	if err != nil {
 		return err
