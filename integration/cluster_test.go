@@ -208,10 +208,38 @@ func TestRunDryRunServer(t *testing.T) {
 	if job.Name != "checked" || job.UID == "" || job.CreationTimestamp.IsZero() {
 		t.Errorf("server dry run printed %+v, want the server's object", job.ObjectMeta)
 	}
+	// A whole object, as kubectl create --dry-run=server -o yaml prints it, that kubectl can
+	// read back: apiVersion and kind first, no managedFields.
+	if !strings.HasPrefix(r.stdout, "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata:\n") {
+		t.Errorf("server dry run output does not start with apiVersion and kind:\n%.200s", r.stdout)
+	}
+	if strings.Contains(r.stdout, "managedFields") {
+		t.Errorf("server dry run output has managedFields:\n%s", r.stdout)
+	}
+	// What it prints is what a run creates, but for what the server sets on each object.
+	dry := mustRun(t, "run", "--dry-run", "--app-id", "checked", "--cfg", "namespace="+ns, example)
+	var want vcbatch.Job
+	if err := yaml.UnmarshalStrict([]byte(dry.stdout), &want); err != nil {
+		t.Fatal(err)
+	}
+	serverFields(&job)
+	if diff := cmp.Diff(&want, &job); diff != "" {
+		t.Errorf("server dry run differs from the client dry run (-client +server):\n%s", diff)
+	}
 	if names := jobs(t, ns); len(names) != 0 {
 		t.Errorf("jobs after --dry-run=server: got %v, want none", names)
 	}
-	mustRun(t, "run", "--dry-run=server", "-o", "json", "--app-id", "checked", "--cfg", "namespace="+ns, example)
+	r = mustRun(t, "run", "--dry-run=server", "-o", "json", "--app-id", "checked", "--cfg", "namespace="+ns, example)
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &obj); err != nil {
+		t.Fatal(err)
+	}
+	if obj["apiVersion"] != "batch.volcano.sh/v1alpha1" || obj["kind"] != "Job" {
+		t.Errorf("server dry run -o json: apiVersion %v, kind %v", obj["apiVersion"], obj["kind"])
+	}
+	if meta, _ := obj["metadata"].(map[string]any); meta == nil || meta["managedFields"] != nil {
+		t.Errorf("server dry run -o json: metadata %v, want one without managedFields", obj["metadata"])
+	}
 	if names := jobs(t, ns); len(names) != 0 {
 		t.Errorf("jobs after --dry-run=server -o json: got %v, want none", names)
 	}

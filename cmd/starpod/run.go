@@ -42,8 +42,10 @@ app's overlays, then each role's, then the --overlay-script files, sets starpod'
 bookkeeping labels (which overlays cannot change), and makes one Volcano Job of them.
 
 With --dry-run (or --dry-run=client) it prints the Job (sorted keys, no nulls) and never
-contacts a cluster; --dry-run=server has the API server check it too; without --dry-run
-it submits the Job. Every pod is first checked offline for what the API server would
+contacts a cluster; --dry-run=server has the API server check it too, creates nothing,
+and prints the Job as the server would store it, as "kubectl create --dry-run=server
+-o yaml" does (apiVersion and kind included, managedFields left out); without --dry-run
+it submits the Job and prints its handle. Every pod is first checked offline for what the API server would
 reject: names, labels, enumerated fields (restartPolicy, dnsPolicy, imagePullPolicy,
 port protocols), port numbers, env entries, and requests against limits.
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/starpod/starpod/cluster"
 	"github.com/starpod/starpod/scheduler"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
 
@@ -34,6 +35,11 @@ func submitJob(ctx context.Context, a *app, job *vcbatch.Job, opts submitOptions
 		return err
 	}
 	if opts.DryRunServer {
+		// As "kubectl create --dry-run=server -o yaml" prints it: a whole object, which
+		// kubectl can read back (the decoder of typed objects drops apiVersion and kind),
+		// without the managedFields that kubectl hides too.
+		got.TypeMeta = metav1.TypeMeta{APIVersion: vcbatch.SchemeGroupVersion.String(), Kind: "Job"}
+		got.ManagedFields = nil
 		out, err := scheduler.Marshal(got, opts.Output)
 		if err != nil {
 			return err
