@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
@@ -80,11 +79,11 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	if f.jobs < 1 {
 		return usagef("--jobs: got %d, want a positive number", f.jobs)
 	}
-	maxDoc, err := sizeFlag("--max-document-size", f.maxDoc)
+	maxDoc, err := sizeFlag("--max-document-size", f.maxDoc, "16Mi")
 	if err != nil {
 		return err
 	}
-	maxInput, err := sizeFlag("--max-input-size", f.maxInput)
+	maxInput, err := sizeFlag("--max-input-size", f.maxInput, "16Mi")
 	if err != nil {
 		return err
 	}
@@ -125,15 +124,6 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 		return err
 	}
 	return out.copyTo(a.stdout)
-}
-
-// sizeFlag parses the value of a size flag: a positive Kubernetes quantity of bytes.
-func sizeFlag(name, value string) (int64, error) {
-	q, err := resource.ParseQuantity(value)
-	if bound.Quantity(value) != nil || err != nil || q.Sign() <= 0 || q.Value() <= 0 {
-		return 0, usagef("%s: got %q, want a positive size such as 16Mi", name, value)
-	}
-	return q.Value(), nil
 }
 
 // Sizes of the apply pipeline.
