@@ -54,7 +54,17 @@ than --max-document-size, also once its YAML aliases are expanded, and input lar
 --max-input-size (all files together) are errors. Only regular files and pipes are read.`,
 		Example: `  starpod apply --overlay-script gpu.star -f pod.yaml
   kubectl get pod trainer -o yaml | starpod apply --overlay-script gpu.star -o json`,
-		Args: usageArgs(cobra.NoArgs),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			// The input files are given with -f, as kubectl's are.
+			var fs []string
+			for _, arg := range args {
+				fs = append(fs, "-f "+shellQuote(arg))
+			}
+			return unexpectedArgs(cmd, args, "; give input files with "+strings.Join(fs, " "))
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runApply(cmd.Context(), a, f)
 		},

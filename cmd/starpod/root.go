@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -78,7 +79,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(a)
 	root.SetArgs(goStyleFlags(args))
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -89,7 +90,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fmt.Fprintln(stderr, err)
 	var usage *usageError
 	if errors.As(err, &usage) || isCobraUsageError(err) {
-		fmt.Fprintln(stderr, "Run 'starpod --help' for usage.")
+		// Point at the help of the command that was run: its flags are there.
+		path := root.CommandPath()
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", path)
 		return exitUsage
 	}
 	return exitError
@@ -103,14 +109,43 @@ func isCobraUsageError(err error) bool {
 		strings.HasPrefix(msg, "unknown shorthand flag")
 }
 
-// usageArgs wraps a cobra positional-argument check so its error exits 2.
+// usageArgs wraps a cobra positional-argument check so its error exits 2. An argument given
+// to a command that takes none is "unexpected", not cobra's "unknown command": the command
+// has no subcommands.
 func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
-			return &usageError{err}
+			if len(args) > 0 && !cmd.HasSubCommands() && strings.HasPrefix(err.Error(), "unknown command") {
+				return unexpectedArgs(cmd, args, "")
+			}
+			return usagef("%s: %v", cmd.Name(), err)
 		}
 		return nil
 	}
+}
+
+// unexpectedArgs returns the usage error of a command given the arguments args, which it
+// takes none of, with hint after it.
+func unexpectedArgs(cmd *cobra.Command, args []string, hint string) error {
+	quoted := make([]string, len(args))
+	for i, arg := range args {
+		quoted[i] = strconv.Quote(arg)
+	}
+	s := ""
+	if len(args) > 1 {
+		s = "s"
+	}
+	return usagef("%s: unexpected argument%s %s%s", cmd.Name(), s, strings.Join(quoted, " "), hint)
+}
+
+// shellQuote quotes s for a POSIX shell, when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // goStyleFlags lets "starpod test" take go test's single-dash -run flag.
