@@ -72,8 +72,8 @@ than --max-document-size, also once its YAML aliases are expanded, and input lar
 	f.register(cmd.Flags(), true)
 	f.registerCtx(cmd.Flags())
 	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "`FILE` to read, - for standard input (repeatable; default: standard input)")
-	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
-	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "documents to apply at the same time (output order is unchanged)")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output `FORMAT`: yaml or json")
+	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "`N` documents to apply at the same time (output order is unchanged)")
 	cmd.Flags().StringVar(&f.maxDoc, "max-document-size", bound.FormatSize(stream.DefaultMaxDocumentBytes), "largest `SIZE` of one document, also with its YAML aliases expanded (e.g. 16Mi)")
 	cmd.Flags().StringVar(&f.maxInput, "max-input-size", bound.FormatSize(stream.DefaultMaxInputBytes), "largest `SIZE` of the input, all files together (e.g. 4Gi)")
 	return cmd

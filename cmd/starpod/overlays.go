@@ -50,10 +50,10 @@ func (f *overlayFlags) register(fs *pflag.FlagSet, withScripts bool) {
 	}
 	fs.StringArrayVar(&f.args, "overlay-arg", nil, "`KEY=VALUE` passed to overlays as ctx.args (repeatable)")
 	fs.StringVar(&f.root, "overlay-root", "", "`DIR` that load() may read from (default: the directory of each overlay)")
-	fs.Uint64Var(&f.maxSteps, "max-steps", engine.DefaultMaxSteps, "execution steps allowed per overlay apply")
-	fs.DurationVar(&f.timeout, "timeout", engine.DefaultTimeout, "wall time allowed per overlay apply")
+	fs.Uint64Var(&f.maxSteps, "max-steps", engine.DefaultMaxSteps, "execution `STEPS` allowed per overlay apply")
+	fs.DurationVar(&f.timeout, "timeout", engine.DefaultTimeout, "wall `TIME` allowed per overlay apply (e.g. 500ms, 10s)")
 	fs.StringVar(&f.memory, "max-memory", "512Mi", "memory `SIZE` allowed to the worker process that runs overlays (e.g. 256Mi, 1Gi)")
-	fs.StringVar(&f.isolate, "isolation", "worker", "where overlays run: worker (isolated processes with --max-memory) or none (in this process, faster, with no memory limit: for trusted overlays only)")
+	fs.StringVar(&f.isolate, "isolation", "worker", "where overlays run, `MODE`: worker (isolated processes with --max-memory) or none (in this process, faster, with no memory limit: for trusted overlays only)")
 }
 
 // registerCtx adds --ctx and --ctx-file to fs: the ctx of overlays that run outside a

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/starpod/starpod/scheduler"
 )
 
 // Exit codes, as kubectl, helm and ytt use them.
@@ -70,7 +72,71 @@ limited in steps, time and memory, and validated strictly against the Pod schema
 	}
 	sort.Slice(subs, func(i, j int) bool { return subs[i].Name() < subs[j].Name() })
 	root.AddCommand(subs...)
+	registerCompletions(root)
 	return root
+}
+
+// outputFormats are the -o values of each command that has -o, for shell completion; the
+// first is the default. Each command checks its own value.
+var outputFormats = map[string][]string{
+	"apply":    {"yaml", "json"},
+	"run":      {"yaml", "json"},
+	"describe": {"yaml", "json"},
+	"status":   {"json"},
+	"list":     {"json"},
+}
+
+// registerCompletions makes the values of -o and the keys of --cfg complete in the shell, for
+// every subcommand of root that has those flags: --cfg completes the run options of the
+// scheduler (the cluster commands take only namespace), each followed by "=".
+func registerCompletions(root *cobra.Command) {
+	for _, cmd := range root.Commands() {
+		if cmd.Flags().Lookup("output") != nil {
+			formats := outputFormats[cmd.Name()]
+			cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
+		}
+		if cmd.Flags().Lookup("cfg") != nil {
+			keys := runOptionKeys()
+			if cmd.Name() != "run" {
+				keys = keys[:1] // namespace, the only key that finds apps
+			}
+			cmd.RegisterFlagCompletionFunc("cfg", func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+				// --cfg takes KEY=VALUE,...: complete the key after the last comma, and
+				// nothing in a value.
+				before, last := "", toComplete
+				if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+					before, last = toComplete[:i+1], toComplete[i+1:]
+				}
+				if strings.Contains(last, "=") {
+					return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+				}
+				var out []cobra.Completion
+				for _, k := range keys {
+					if strings.HasPrefix(k.name, last) {
+						out = append(out, cobra.CompletionWithDesc(before+k.name+"=", k.help))
+					}
+				}
+				return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+			})
+		}
+	}
+}
+
+// A runOptionKey is a key of --cfg and its help.
+type runOptionKey struct{ name, help string }
+
+// runOptionKeys returns the run options of the scheduler, namespace first.
+func runOptionKeys() []runOptionKey {
+	var keys []runOptionKey
+	for _, o := range scheduler.ConfigOptions {
+		k := runOptionKey{o.Name, o.Help}
+		if o.Name == "namespace" {
+			keys = append([]runOptionKey{k}, keys...)
+		} else {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // run executes the command line args and returns the process exit code. The end of ctx
