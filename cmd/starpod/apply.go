@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
@@ -45,6 +44,10 @@ unchanged and writes the documents in input order to standard output. It streams
 documents are applied at the same time, and output beyond 1 MiB waits in a temporary file,
 which is removed at the end.
 
+With -o json, several documents are written as kubectl writes them, as the items of one
+v1 List ({"apiVersion": "v1", "items": [...], "kind": "List", ...}), so that the output is
+one JSON value; a single document is written as itself.
+
 Nothing is written unless every document succeeds: on any error, standard output stays
 empty, the error goes to standard error and the exit code is 1.
 
@@ -55,7 +58,17 @@ than --max-document-size, also once its YAML aliases are expanded, and input lar
 --max-input-size (all files together) are errors. Only regular files and pipes are read.`,
 		Example: `  starpod apply --overlay-script gpu.star -f pod.yaml
   kubectl get pod trainer -o yaml | starpod apply --overlay-script gpu.star -o json`,
-		Args: usageArgs(cobra.NoArgs),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			// The input files are given with -f, as kubectl's are.
+			var fs []string
+			for _, arg := range args {
+				fs = append(fs, "-f "+shellQuote(arg))
+			}
+			return unexpectedArgs(cmd, args, "; give input files with "+strings.Join(fs, " "))
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runApply(cmd.Context(), a, f)
 		},
@@ -63,8 +76,8 @@ than --max-document-size, also once its YAML aliases are expanded, and input lar
 	f.register(cmd.Flags(), true)
 	f.registerCtx(cmd.Flags())
 	cmd.Flags().StringArrayVarP(&f.files, "filename", "f", nil, "`FILE` to read, - for standard input (repeatable; default: standard input)")
-	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
-	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "documents to apply at the same time (output order is unchanged)")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output `FORMAT`: yaml, or json (several documents as the items of one v1 List)")
+	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "`N` documents to apply at the same time (output order is unchanged)")
 	cmd.Flags().StringVar(&f.maxDoc, "max-document-size", bound.FormatSize(stream.DefaultMaxDocumentBytes), "largest `SIZE` of one document, also with its YAML aliases expanded (e.g. 16Mi)")
 	cmd.Flags().StringVar(&f.maxInput, "max-input-size", bound.FormatSize(stream.DefaultMaxInputBytes), "largest `SIZE` of the input, all files together (e.g. 4Gi)")
 	return cmd
@@ -80,11 +93,11 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	if f.jobs < 1 {
 		return usagef("--jobs: got %d, want a positive number", f.jobs)
 	}
-	maxDoc, err := sizeFlag("--max-document-size", f.maxDoc)
+	maxDoc, err := sizeFlag("--max-document-size", f.maxDoc, "16Mi")
 	if err != nil {
 		return err
 	}
-	maxInput, err := sizeFlag("--max-input-size", f.maxInput)
+	maxInput, err := sizeFlag("--max-input-size", f.maxInput, "16Mi")
 	if err != nil {
 		return err
 	}
@@ -125,15 +138,6 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 		return err
 	}
 	return out.copyTo(a.stdout)
-}
-
-// sizeFlag parses the value of a size flag: a positive Kubernetes quantity of bytes.
-func sizeFlag(name, value string) (int64, error) {
-	q, err := resource.ParseQuantity(value)
-	if bound.Quantity(value) != nil || err != nil || q.Sign() <= 0 || q.Value() <= 0 {
-		return 0, usagef("%s: got %q, want a positive size such as 16Mi", name, value)
-	}
-	return q.Value(), nil
 }
 
 // Sizes of the apply pipeline.
@@ -201,7 +205,10 @@ func (p *pipeline) run(files []string, jobs int, w io.Writer) error {
 			cancel()
 		}
 	}
-	return failed
+	if failed != nil {
+		return failed
+	}
+	return dw.finish()
 }
 
 // read reads the documents of files in batches and sends each batch to work (when it has
@@ -397,22 +404,88 @@ func docError(doc *stream.Document, pod *corev1.Pod, err error) error {
 	return errors.New(b.String())
 }
 
-// docWriter writes encoded documents: YAML separated by ---, or JSON values one after another.
+// docWriter writes encoded documents: YAML separated by ---, or JSON as kubectl prints
+// several objects, one v1 List of them, which a JSON parser reads as one value. A JSON document
+// alone is written as itself: the first is held until the second comes, or finish.
 type docWriter struct {
-	w      io.Writer
-	format string
-	n      int
+	w       io.Writer
+	format  string
+	n       int
+	pending []byte // the first JSON document, until the second
 }
+
+// The text of a v1 List of JSON documents, before and after its items, as kubectl prints it
+// (sorted keys), at the indentation of the documents.
+const (
+	jsonListHead = "{\n  \"apiVersion\": \"v1\",\n  \"items\": [\n"
+	jsonListTail = "\n  ],\n  \"kind\": \"List\",\n  \"metadata\": {\n    \"resourceVersion\": \"\"\n  }\n}\n"
+)
 
 // writeRaw writes one encoded document.
 func (w *docWriter) writeRaw(data []byte) error {
 	w.n++
+	if w.format == "json" {
+		switch w.n {
+		case 1:
+			w.pending = data
+			return nil
+		case 2:
+			if _, err := io.WriteString(w.w, jsonListHead); err != nil {
+				return err
+			}
+			if err := w.writeItem(w.pending); err != nil {
+				return err
+			}
+			w.pending = nil
+		}
+		if _, err := io.WriteString(w.w, ",\n"); err != nil {
+			return err
+		}
+		return w.writeItem(data)
+	}
 	if w.format == "yaml" && w.n > 1 {
 		if _, err := io.WriteString(w.w, "---\n"); err != nil {
 			return err
 		}
 	}
 	_, err := w.w.Write(data)
+	return err
+}
+
+// writeItem writes a JSON document as an item of the List: indented two levels, without its
+// final newline. JSON text has no newline but between tokens, so every line is indented.
+func (w *docWriter) writeItem(data []byte) error {
+	data = bytes.TrimSuffix(data, []byte("\n"))
+	buf := make([]byte, 0, len(data)+len(data)/8)
+	buf = append(buf, "    "...)
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		buf = append(buf, data[:i+1]...)
+		buf = append(buf, "    "...)
+		data = data[i+1:]
+	}
+	buf = append(buf, data...)
+	_, err := w.w.Write(buf)
+	return err
+}
+
+// finish writes what the documents written so far still need: the document held, or the end
+// of the List.
+func (w *docWriter) finish() error {
+	if w.format != "json" {
+		return nil
+	}
+	var err error
+	switch {
+	case w.n == 1:
+		_, err = w.w.Write(w.pending)
+		w.pending = nil
+	case w.n > 1:
+		_, err = io.WriteString(w.w, jsonListTail)
+	}
 	return err
 }
 

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
+	"github.com/starpod/starpod/internal/sandbox"
 	"github.com/starpod/starpod/internal/spell"
 )
 
@@ -47,10 +50,10 @@ func (f *overlayFlags) register(fs *pflag.FlagSet, withScripts bool) {
 	}
 	fs.StringArrayVar(&f.args, "overlay-arg", nil, "`KEY=VALUE` passed to overlays as ctx.args (repeatable)")
 	fs.StringVar(&f.root, "overlay-root", "", "`DIR` that load() may read from (default: the directory of each overlay)")
-	fs.Uint64Var(&f.maxSteps, "max-steps", engine.DefaultMaxSteps, "execution steps allowed per overlay apply")
-	fs.DurationVar(&f.timeout, "timeout", engine.DefaultTimeout, "wall time allowed per overlay apply")
+	fs.Uint64Var(&f.maxSteps, "max-steps", engine.DefaultMaxSteps, "execution `STEPS` allowed per overlay apply")
+	fs.DurationVar(&f.timeout, "timeout", engine.DefaultTimeout, "wall `TIME` allowed per overlay apply (e.g. 500ms, 10s)")
 	fs.StringVar(&f.memory, "max-memory", "512Mi", "memory `SIZE` allowed to the worker process that runs overlays (e.g. 256Mi, 1Gi)")
-	fs.StringVar(&f.isolate, "isolation", "worker", "where overlays run: worker (isolated processes with --max-memory) or none (in this process, faster, with no memory limit: for trusted overlays only)")
+	fs.StringVar(&f.isolate, "isolation", "worker", "where overlays run, `MODE`: worker (isolated processes with --max-memory) or none (in this process, faster, with no memory limit: for trusted overlays only)")
 }
 
 // registerCtx adds --ctx and --ctx-file to fs: the ctx of overlays that run outside a
@@ -87,13 +90,23 @@ func (f *overlayFlags) options(a *app, file string) (*engine.Options, error) {
 	if f.timeout <= 0 {
 		return nil, usagef("--timeout: got %v, want a positive duration", f.timeout)
 	}
-	memory, err := resource.ParseQuantity(f.memory)
-	if err != nil || memory.Sign() <= 0 {
-		return nil, usagef("--max-memory: got %q, want a positive size such as 512Mi", f.memory)
+	memory, err := sizeFlag("--max-memory", f.memory, "512Mi")
+	if err != nil {
+		return nil, err
+	}
+	if memory < sandbox.MinMemory {
+		// A process cannot start and run a script in less: bad usage, not an overlay's failure.
+		return nil, usagef("--max-memory: got %s, want at least %s, the memory a process that runs scripts needs",
+			f.memory, bound.FormatSize(sandbox.MinMemory))
+	}
+	if _, err := f.overlayArgs(); err != nil {
+		return nil, err
 	}
 	root := f.root
 	if root == "" {
 		root = filepath.Dir(file)
+	} else if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return nil, usagef("--overlay-root: got %q, want a directory", root)
 	}
 	opts := &engine.Options{
 		MaxSteps: f.maxSteps,
@@ -105,7 +118,7 @@ func (f *overlayFlags) options(a *app, file string) (*engine.Options, error) {
 	case "worker", "":
 		// Overlays run in worker processes, so that no script can exhaust this one's memory.
 		opts.Isolation = engine.WorkerProcess
-		opts.MaxMemory = memory.Value()
+		opts.MaxMemory = memory
 		opts.Workers = workerPool()
 	case "none":
 		opts.Isolation = engine.InProcess
@@ -265,7 +278,7 @@ func (c *ctxSpec) setReplica(k string, n int) error {
 func (c *ctxSpec) readFile(file string) error {
 	data, err := bound.ReadFile(file, maxCtxFile, "ctx file")
 	if err != nil {
-		return fmt.Errorf("--ctx-file: %w", err)
+		return fmt.Errorf("--ctx-file: %w", err) // a missing file is an error, as a missing -f file is
 	}
 	bad := func(format string, args ...any) error {
 		return usagef("--ctx-file %s: %s", file, fmt.Sprintf(format, args...))
@@ -407,4 +420,16 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// sizeFlag parses the value of the size flag name: a positive Kubernetes quantity of bytes
+// that fits in an int64. example is a good value, for the message.
+func sizeFlag(name, value, example string) (int64, error) {
+	q, err := resource.ParseQuantity(value)
+	// A fraction of a byte rounds up; a size beyond an int64 is no size.
+	if bound.Quantity(value) != nil || err != nil || q.Sign() <= 0 || q.Value() <= 0 ||
+		q.Cmp(*resource.NewQuantity(math.MaxInt64, resource.BinarySI)) > 0 {
+		return 0, usagef("%s: got %q, want a positive size such as %s", name, value, example)
+	}
+	return q.Value(), nil
 }

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/starpod/starpod/scheduler"
 )
 
 // Exit codes, as kubectl, helm and ytt use them.
@@ -69,7 +72,71 @@ limited in steps, time and memory, and validated strictly against the Pod schema
 	}
 	sort.Slice(subs, func(i, j int) bool { return subs[i].Name() < subs[j].Name() })
 	root.AddCommand(subs...)
+	registerCompletions(root)
 	return root
+}
+
+// outputFormats are the -o values of each command that has -o, for shell completion; the
+// first is the default. Each command checks its own value.
+var outputFormats = map[string][]string{
+	"apply":    {"yaml", "json"},
+	"run":      {"yaml", "json"},
+	"describe": {"yaml", "json"},
+	"status":   {"json"},
+	"list":     {"json"},
+}
+
+// registerCompletions makes the values of -o and the keys of --cfg complete in the shell, for
+// every subcommand of root that has those flags: --cfg completes the run options of the
+// scheduler (the cluster commands take only namespace), each followed by "=".
+func registerCompletions(root *cobra.Command) {
+	for _, cmd := range root.Commands() {
+		if cmd.Flags().Lookup("output") != nil {
+			formats := outputFormats[cmd.Name()]
+			cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
+		}
+		if cmd.Flags().Lookup("cfg") != nil {
+			keys := runOptionKeys()
+			if cmd.Name() != "run" {
+				keys = keys[:1] // namespace, the only key that finds apps
+			}
+			cmd.RegisterFlagCompletionFunc("cfg", func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+				// --cfg takes KEY=VALUE,...: complete the key after the last comma, and
+				// nothing in a value.
+				before, last := "", toComplete
+				if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+					before, last = toComplete[:i+1], toComplete[i+1:]
+				}
+				if strings.Contains(last, "=") {
+					return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+				}
+				var out []cobra.Completion
+				for _, k := range keys {
+					if strings.HasPrefix(k.name, last) {
+						out = append(out, cobra.CompletionWithDesc(before+k.name+"=", k.help))
+					}
+				}
+				return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+			})
+		}
+	}
+}
+
+// A runOptionKey is a key of --cfg and its help.
+type runOptionKey struct{ name, help string }
+
+// runOptionKeys returns the run options of the scheduler, namespace first.
+func runOptionKeys() []runOptionKey {
+	var keys []runOptionKey
+	for _, o := range scheduler.ConfigOptions {
+		k := runOptionKey{o.Name, o.Help}
+		if o.Name == "namespace" {
+			keys = append([]runOptionKey{k}, keys...)
+		} else {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // run executes the command line args and returns the process exit code. The end of ctx
@@ -78,7 +145,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(a)
 	root.SetArgs(goStyleFlags(args))
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -89,7 +156,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fmt.Fprintln(stderr, err)
 	var usage *usageError
 	if errors.As(err, &usage) || isCobraUsageError(err) {
-		fmt.Fprintln(stderr, "Run 'starpod --help' for usage.")
+		// Point at the help of the command that was run: its flags are there.
+		path := root.CommandPath()
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", path)
 		return exitUsage
 	}
 	return exitError
@@ -103,14 +175,43 @@ func isCobraUsageError(err error) bool {
 		strings.HasPrefix(msg, "unknown shorthand flag")
 }
 
-// usageArgs wraps a cobra positional-argument check so its error exits 2.
+// usageArgs wraps a cobra positional-argument check so its error exits 2. An argument given
+// to a command that takes none is "unexpected", not cobra's "unknown command": the command
+// has no subcommands.
 func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
-			return &usageError{err}
+			if len(args) > 0 && !cmd.HasSubCommands() && strings.HasPrefix(err.Error(), "unknown command") {
+				return unexpectedArgs(cmd, args, "")
+			}
+			return usagef("%s: %v", cmd.Name(), err)
 		}
 		return nil
 	}
+}
+
+// unexpectedArgs returns the usage error of a command given the arguments args, which it
+// takes none of, with hint after it.
+func unexpectedArgs(cmd *cobra.Command, args []string, hint string) error {
+	quoted := make([]string, len(args))
+	for i, arg := range args {
+		quoted[i] = strconv.Quote(arg)
+	}
+	s := ""
+	if len(args) > 1 {
+		s = "s"
+	}
+	return usagef("%s: unexpected argument%s %s%s", cmd.Name(), s, strings.Join(quoted, " "), hint)
+}
+
+// shellQuote quotes s for a POSIX shell, when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // goStyleFlags lets "starpod test" take go test's single-dash -run flag.

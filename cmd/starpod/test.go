@@ -80,7 +80,7 @@ file in this process, with no memory limit: for trusted tests only.`,
 	}
 	cmd.Flags().StringVar(&f.run, "run", "", "run only the tests whose names match `REGEXP`")
 	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "report every test, not only failures")
-	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "test files to run at the same time, with --isolation worker (reports stay in file order)")
+	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "`N` test files to run at the same time, with --isolation worker (reports stay in file order)")
 	// The limits are those of the commands that apply overlays; the memory limit and the
 	// isolation are of the process that runs a test file.
 	overlay := pflag.NewFlagSet("overlay", pflag.ContinueOnError)
@@ -89,7 +89,7 @@ file in this process, with no memory limit: for trusted tests only.`,
 		cmd.Flags().AddFlag(overlay.Lookup(name))
 	}
 	cmd.Flags().Lookup("max-memory").Usage = "memory `SIZE` allowed to the process that runs each test file (e.g. 256Mi, 1Gi)"
-	cmd.Flags().Lookup("isolation").Usage = "where test files run: worker (each in a process of its own, with --max-memory) or none (in this process, with no memory limit: for trusted tests only)"
+	cmd.Flags().Lookup("isolation").Usage = "where test files run, `MODE`: worker (each in a process of its own, with --max-memory) or none (in this process, with no memory limit: for trusted tests only)"
 	return cmd
 }
 
