@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
@@ -57,7 +58,7 @@ func TestCompileSizeBounds(t *testing.T) {
 	} {
 		for _, iso := range []engine.Isolation{engine.InProcess, engine.WorkerProcess} {
 			t.Run(fmt.Sprintf("%s/%d", test.name, iso), func(t *testing.T) {
-				opts := &engine.Options{Loader: engine.FSLoader(fsys), Isolation: iso}
+				opts := &engine.Options{Loader: engine.FSLoader(fsys), Isolation: iso, Timeout: time.Minute}
 				if iso == engine.WorkerProcess {
 					opts = workerOptions(pool)
 					opts.Loader = engine.FSLoader(fsys)
