@@ -211,7 +211,7 @@ Terminated and Failed are FAILED; a job with no status yet is UNKNOWN.`,
 		},
 	}
 	f.register(cmd.Flags())
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: text)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output `FORMAT`: json (default: text)")
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the app until it ends; exit 1 unless it succeeded")
 	return cmd
 }
@@ -268,7 +268,7 @@ and shows it with the job's labels and the app's status, as YAML (or JSON).`,
 		},
 	}
 	f.register(cmd.Flags())
-	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output `FORMAT`: yaml or json")
 	return cmd
 }
 
@@ -377,7 +377,7 @@ and age, newest first (across namespaces with -A).`,
 		},
 	}
 	f.register(cmd.Flags())
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json (default: a table)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output `FORMAT`: json (default: a table)")
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the apps of every namespace")
 	return cmd
 }

@@ -75,7 +75,7 @@ context's namespace.`,
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` (default: $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&f.context, "context", "", "kubeconfig `CONTEXT` to use")
 	registerNamespace(fs, &f.namespace)
-	fs.StringVarP(&f.output, "output", "o", "yaml", "output format: yaml or json")
+	fs.StringVarP(&f.output, "output", "o", "yaml", "output `FORMAT`: yaml or json")
 	fs.StringVar(&f.appID, "app-id", "", "`ID` to use as the job's name instead of a generated one (for reproducible output)")
 	return cmd
 }
