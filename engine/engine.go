@@ -515,6 +515,9 @@ func (o *Overlay) load(thread *starlark.Thread, module string) (starlark.StringD
 // env is what the script sees as ctx (nil is the ctx outside a scheduler: empty strings, and
 // None for the replica). It returns an *Error.
 func (o *Overlay) Apply(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1.Pod, error) {
+	if _, ok := o.run.(local); ok {
+		return o.applyLocal(ctx, pod, env) // what local.apply does for one pod, without its slices
+	}
 	pods, errs := o.run.apply(ctx, []*corev1.Pod{pod}, env, nil, true)
 	return pods[0], errs[0]
 }
