@@ -44,7 +44,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
@@ -321,25 +320,6 @@ func compileFile(name string, src []byte, predecl starlark.StringDict) (*syntax.
 	return file, prog, nil
 }
 
-// Bounds of the errors of a file that does not compile, which may be any file (a secret read
-// by mistake): they quote only short excerpts of it.
-const (
-	maxCompileErrors = 10  // errors reported of one file
-	maxExcerpt       = 120 // bytes of one error's message
-)
-
-// excerpt cuts msg to maxExcerpt bytes.
-func excerpt(msg string) string {
-	if len(msg) <= maxExcerpt {
-		return msg
-	}
-	n := maxExcerpt
-	for n > 0 && !utf8.RuneStart(msg[n]) {
-		n--
-	}
-	return msg[:n] + "..."
-}
-
 // binding returns the position where a top-level statement of file binds the global name:
 // the name in an assignment or a load statement, or the def of a function. The dialect
 // allows a global one binding, so there is at most one.
@@ -389,25 +369,6 @@ func article(typ string) string {
 		return "an"
 	}
 	return "a"
-}
-
-// resolveErrors reports every resolve error, one a line, each with its position. Their
-// messages are short (see explainResolve).
-type resolveErrors resolve.ErrorList
-
-func (e resolveErrors) Error() string {
-	var b strings.Builder
-	for i, err := range e {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		if i == maxCompileErrors {
-			fmt.Fprintf(&b, "%s: and %d more errors", err.Pos.Filename(), len(e)-i)
-			break
-		}
-		b.WriteString(err.Pos.String() + ": " + err.Msg)
-	}
-	return b.String()
 }
 
 // params formats the parameter list of f.

@@ -366,3 +366,41 @@ func definedNames(file *syntax.File, predecl starlark.StringDict) []string {
 	slices.Sort(names)
 	return names
 }
+
+// Bounds of the errors of a file that does not compile, which may be any file (a secret read
+// by mistake): they quote only short excerpts of it.
+const (
+	maxCompileErrors = 10  // errors reported of one file
+	maxExcerpt       = 120 // bytes of one error's message
+)
+
+// excerpt cuts msg to maxExcerpt bytes.
+func excerpt(msg string) string {
+	if len(msg) <= maxExcerpt {
+		return msg
+	}
+	n := maxExcerpt
+	for n > 0 && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	return msg[:n] + "..."
+}
+
+// resolveErrors reports every resolve error, one a line, each with its position. Their
+// messages are short (see explainResolve).
+type resolveErrors resolve.ErrorList
+
+func (e resolveErrors) Error() string {
+	var b strings.Builder
+	for i, err := range e {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		if i == maxCompileErrors {
+			fmt.Fprintf(&b, "%s: and %d more errors", err.Pos.Filename(), len(e)-i)
+			break
+		}
+		b.WriteString(err.Pos.String() + ": " + err.Msg)
+	}
+	return b.String()
+}
