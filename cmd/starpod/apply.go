@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
@@ -40,7 +41,9 @@ func newApplyCmd(a *app) *cobra.Command {
 		Short: "Apply overlays to every Pod of a YAML or JSON stream",
 		Long: `Apply reads a multi-document YAML or JSON stream (the -f files in order, or standard
 input), applies the overlays in order to every Pod, passes every other document through
-unchanged and writes the documents in input order to standard output. It streams: -j
+unchanged and writes the documents in input order to standard output. A Pod the overlays
+do not change is written as it was read, comments and all, when the output format is the
+input's; a changed Pod is encoded anew, with sorted keys. It streams: -j
 documents are applied at the same time, and output beyond 1 MiB waits in a temporary file,
 which is removed at the end.
 
@@ -317,9 +320,14 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 			}
 			pods = append(pods, pod)
 			podDocs = append(podDocs, len(docs))
-			// From here on the pod stands for the document's content; drop the text and
-			// the parsed value, which are several times its size.
-			doc.Raw, doc.Object = nil, nil
+			// From here on the pod stands for the document's content; drop the parsed
+			// value, which is several times its size, and the text unless it may be
+			// written as it is: when the overlays change nothing and the output format
+			// is the input's (see unchanged).
+			doc.Object = nil
+			if doc.JSON != (p.format == "json") {
+				doc.Raw = nil
+			}
 		}
 		docs = append(docs, doc)
 	}
@@ -338,8 +346,12 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 		var data []byte
 		var err error
 		if k < len(podDocs) && podDocs[k] == i {
-			data, err = encode(results[k], p.format)
-			results[k] = nil
+			if doc.Raw != nil && unchanged(pods[k], results[k]) {
+				data, err = passThrough(doc, p.format)
+			} else {
+				data, err = encode(results[k], p.format)
+			}
+			doc.Raw, pods[k], results[k] = nil, nil, nil
 			k++
 		} else {
 			data, err = passThrough(doc, p.format)
@@ -354,6 +366,14 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 		b.err = docErr
 	}
 	b.docs = nil // only the output waits for the writer
+}
+
+// unchanged reports whether the overlays left a pod as it was decoded: then its document is
+// written as its text, with its comments and key order, rather than re-encoded. Equality is
+// semantic (apiequality.Semantic): a quantity written another way ("1000m" and "1") and an
+// empty list or map where there was none change nothing, as they would not on the server.
+func unchanged(in, out *corev1.Pod) bool {
+	return apiequality.Semantic.DeepEqual(in, out)
 }
 
 // isPod reports whether doc is a core/v1 Pod.
