@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/exampletest"
@@ -60,7 +59,7 @@ func runExample(t *testing.T, e *exampletest.Example) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotYAML, err := yaml.Marshal(got)
+	gotYAML, err := e.MarshalYAML(got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +81,7 @@ func runExample(t *testing.T, e *exampletest.Example) {
 	if err != nil {
 		t.Fatalf("second apply: %v", err)
 	}
-	againYAML, err := yaml.Marshal(again)
+	againYAML, err := e.MarshalYAML(again)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,8 +43,9 @@ func newApplyCmd(a *app) *cobra.Command {
 input), applies the overlays in order to every Pod, passes every other document through
 unchanged and writes the documents in input order to standard output. A Pod the overlays
 do not change is written as it was read, comments and all, when the output format is the
-input's; a changed Pod is encoded anew, with sorted keys. It streams: -j
-documents are applied at the same time, and output beyond 1 MiB waits in a temporary file,
+input's; a changed Pod is encoded anew, with sorted keys, and in YAML without the empty
+status: {} and resources: {} its document did not hold. It streams: -j documents are
+applied at the same time, and output beyond 1 MiB waits in a temporary file,
 which is removed at the end.
 
 With -o json, several documents are written as kubectl writes them, as the items of one
@@ -303,6 +304,7 @@ func (p *pipeline) readFile(file string, yield func(*stream.Document) bool) erro
 // reading.
 func (p *pipeline) apply(ctx context.Context, b *batch) {
 	var pods []*corev1.Pod
+	var defaults []*convert.PodDefaults              // which empty defaults each pod's document held
 	var podDocs []int                                // the index in docs of each pod
 	docs := make([]*stream.Document, 0, len(b.docs)) // the documents before the first failure
 	var docErr error
@@ -320,6 +322,11 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 			}
 			pods = append(pods, pod)
 			podDocs = append(podDocs, len(docs))
+			var d *convert.PodDefaults
+			if p.format == "yaml" {
+				d = convert.PodDefaultsOf(doc.Object)
+			}
+			defaults = append(defaults, d)
 			// From here on the pod stands for the document's content; drop the parsed
 			// value, which is several times its size, and the text unless it may be
 			// written as it is: when the overlays change nothing and the output format
@@ -349,9 +356,9 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 			if doc.Raw != nil && unchanged(pods[k], results[k]) {
 				data, err = passThrough(doc, p.format)
 			} else {
-				data, err = encode(results[k], p.format)
+				data, err = encodePod(results[k], defaults[k], p.format)
 			}
-			doc.Raw, pods[k], results[k] = nil, nil, nil
+			doc.Raw, pods[k], results[k], defaults[k] = nil, nil, nil, nil
 			k++
 		} else {
 			data, err = passThrough(doc, p.format)
@@ -516,6 +523,17 @@ func encode(obj any, format string) ([]byte, error) {
 		return append(data, '\n'), err
 	}
 	return stream.MarshalYAML(obj)
+}
+
+// encodePod encodes a pod the overlays changed. In YAML, it leaves out the empty defaults
+// that every encoded pod holds (status: {} and each container's resources: {}) where its
+// document did not hold them, as d records. JSON keeps them: its keys are in the order of the
+// Pod's fields, which untyped data would sort.
+func encodePod(pod *corev1.Pod, d *convert.PodDefaults, format string) ([]byte, error) {
+	if format != "yaml" {
+		return encode(pod, format)
+	}
+	return d.MarshalYAML(pod)
 }
 
 // passThrough encodes a document that is not a Pod unchanged: its text when the formats

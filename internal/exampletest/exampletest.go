@@ -16,17 +16,19 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/convert"
 )
 
 // An Example is one pod example.
 type Example struct {
-	Name     string      // the folder's name
-	Dir      string      // the folder
-	Script   string      // its overlay.star
-	Expected string      // its expected.yaml
-	Src      []byte      // the overlay's source
-	Pod      *corev1.Pod // from pod.yaml
-	Env      *engine.Env // from env.yaml, or empty
+	Name     string               // the folder's name
+	Dir      string               // the folder
+	Script   string               // its overlay.star
+	Expected string               // its expected.yaml
+	Src      []byte               // the overlay's source
+	Pod      *corev1.Pod          // from pod.yaml
+	Defaults *convert.PodDefaults // the empty defaults pod.yaml holds
+	Env      *engine.Env          // from env.yaml, or empty
 }
 
 // envFile is the shape of env.yaml.
@@ -81,6 +83,11 @@ func load(dir string) (*Example, error) {
 	if err := readYAML(filepath.Join(dir, "pod.yaml"), e.Pod); err != nil {
 		return nil, err
 	}
+	var obj any
+	if err := readYAML(filepath.Join(dir, "pod.yaml"), &obj); err != nil {
+		return nil, err
+	}
+	e.Defaults = convert.PodDefaultsOf(obj)
 	envPath := filepath.Join(dir, "env.yaml")
 	if _, err := os.Stat(envPath); err == nil {
 		var f envFile
@@ -99,6 +106,12 @@ func (e *Example) Compile(ctx context.Context, opts engine.Options) (*engine.Ove
 		opts.Loader = engine.DirLoader(e.Dir)
 	}
 	return engine.Compile(ctx, e.Script, e.Src, &opts)
+}
+
+// MarshalYAML prints a result of the example's overlay as starpod apply prints a pod the
+// overlay changed: sorted keys, without the empty defaults that pod.yaml did not hold.
+func (e *Example) MarshalYAML(pod *corev1.Pod) ([]byte, error) {
+	return e.Defaults.MarshalYAML(pod)
 }
 
 // readYAML decodes a file strictly.
