@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 			os.Stderr.WriteString("cannot start\n")
 			os.Exit(3)
 		}
+		if os.Getenv("SANDBOX_TEST_HANG") != "" {
+			time.Sleep(time.Hour) // never says it is ready
+		}
 		if err := Serve(testProtocol, echo); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -96,7 +99,7 @@ func (c *call) Answer(kind byte, body []byte) (bool, error) {
 }
 
 func TestPool(t *testing.T) {
-	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol, Name: "test worker"})
+	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol, Name: "echo worker"})
 	defer p.Close()
 	const limit = 128 << 20
 	opts := CallOptions{First: 10 * time.Second}
@@ -136,7 +139,7 @@ func TestPool(t *testing.T) {
 		if !errors.As(err, &f) || f.Reason != test.reason {
 			t.Errorf("request %q: got %v, want a failure of %s", test.kind, err, test.reason)
 		}
-		if test.reason == Crashed && !strings.Contains(err.Error(), "test worker failed: exit status 2: panic: not a memory problem") {
+		if test.reason == Crashed && !strings.Contains(err.Error(), "echo worker failed: exit status 2: panic: not a memory problem") {
 			t.Errorf("request %q: got %q, want the panic", test.kind, err)
 		}
 		p.Put(w)
@@ -164,20 +167,37 @@ func TestPool(t *testing.T) {
 // ready, one of another protocol, and a limit too small.
 func TestPoolStart(t *testing.T) {
 	t.Setenv("SANDBOX_TEST_NOSTART", "1")
-	p := NewPool(&PoolOptions{Protocol: testProtocol, Name: "test worker"})
+	p := NewPool(&PoolOptions{Protocol: testProtocol, Name: "echo worker"})
 	defer p.Close()
 	_, err := p.Get(128<<20, "", false)
-	if want := "starting an test worker: exit status 3: cannot start"; err == nil || err.Error() != want {
+	if want := "starting an echo worker: exit status 3: cannot start"; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
 	os.Unsetenv("SANDBOX_TEST_NOSTART")
-	other := NewPool(&PoolOptions{Protocol: "other/1", Name: "test worker"})
+	other := NewPool(&PoolOptions{Protocol: "other/1", Name: "echo worker"})
 	defer other.Close()
 	if _, err := other.Get(128<<20, "", false); err == nil || !strings.Contains(err.Error(), `got protocol "sandbox-test/1", want "other/1"`) {
 		t.Errorf("another protocol: got %v", err)
 	}
 	if _, err := p.Get(16<<20, "", false); err == nil || !strings.Contains(err.Error(), "the memory limit 16Mi is below the 48Mi") {
 		t.Errorf("small limit: got %v", err)
+	}
+
+	// A worker that never says it is ready is killed after the start timeout, which is its
+	// own: no request's time limit has begun.
+	t.Setenv("SANDBOX_TEST_HANG", "1")
+	slow := NewPool(&PoolOptions{Protocol: testProtocol, Name: "echo worker", StartTimeout: 300 * time.Millisecond})
+	defer slow.Close()
+	start := time.Now()
+	_, err = slow.Get(128<<20, "", false)
+	if want := "starting an echo worker: it did not say it was ready within 300ms"; err == nil || err.Error() != want {
+		t.Errorf("a worker that hangs at its start: got %v, want %q", err, want)
+	}
+	if d := time.Since(start); d > time.Minute {
+		t.Errorf("the start took %v", d)
+	}
+	if s := slow.Stats(); s.Alive != 0 {
+		t.Errorf("stats %+v, want no worker alive", s)
 	}
 }
 
