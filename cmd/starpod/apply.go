@@ -43,14 +43,15 @@ func newApplyCmd(a *app) *cobra.Command {
 input), applies the overlays in order to every Pod, passes every other document through
 unchanged and writes the documents in input order to standard output. A Pod the overlays
 do not change is written as it was read, comments and all, when the output format is the
-input's; a changed Pod is encoded anew, with sorted keys, and in YAML without the empty
-status: {} and resources: {} its document did not hold. It streams: -j documents are
+input's; a changed Pod is encoded anew, with sorted keys, and without the empty status: {}
+and resources: {} its document did not hold. It streams: -j documents are
 applied at the same time, and output beyond 1 MiB waits in a temporary file,
 which is removed at the end.
 
 With -o json, several documents are written as kubectl writes them, as the items of one
 v1 List ({"apiVersion": "v1", "items": [...], "kind": "List", ...}), so that the output is
-one JSON value; a single document is written as itself.
+one JSON value; a single document is written as itself. A document read from YAML is
+written with sorted keys, as kubectl prints maps.
 
 Nothing is written unless every document succeeds: on any error, standard output stays
 empty, the error goes to standard error and the exit code is 1.
@@ -322,11 +323,7 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 			}
 			pods = append(pods, pod)
 			podDocs = append(podDocs, len(docs))
-			var d *convert.PodDefaults
-			if p.format == "yaml" {
-				d = convert.PodDefaultsOf(doc.Object)
-			}
-			defaults = append(defaults, d)
+			defaults = append(defaults, convert.PodDefaultsOf(doc.Object))
 			// From here on the pod stands for the document's content; drop the parsed
 			// value, which is several times its size, and the text unless it may be
 			// written as it is: when the overlays change nothing and the output format
@@ -525,13 +522,13 @@ func encode(obj any, format string) ([]byte, error) {
 	return stream.MarshalYAML(obj)
 }
 
-// encodePod encodes a pod the overlays changed. In YAML, it leaves out the empty defaults
-// that every encoded pod holds (status: {} and each container's resources: {}) where its
-// document did not hold them, as d records. JSON keeps them: its keys are in the order of the
-// Pod's fields, which untyped data would sort.
+// encodePod encodes a pod the overlays changed, or one read in the other format, with sorted
+// keys (as kubectl prints maps) and without the empty defaults that every encoded pod holds
+// (status: {} and each container's resources: {}) where its document did not hold them, as d
+// records.
 func encodePod(pod *corev1.Pod, d *convert.PodDefaults, format string) ([]byte, error) {
-	if format != "yaml" {
-		return encode(pod, format)
+	if format == "json" {
+		return d.MarshalIndent(pod, "", "  ")
 	}
 	return d.MarshalYAML(pod)
 }

@@ -4,6 +4,7 @@ package convert
 // document did not hold them.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -85,6 +86,28 @@ func (d *PodDefaults) MarshalYAML(pod *corev1.Pod) ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
 	}
 	return stream.JSONToYAML(data, d.Remove)
+}
+
+// MarshalIndent returns the JSON text of pod as json.MarshalIndent prints untyped data (sorted
+// keys, as sigs.k8s.io/yaml and kubectl print maps), with a final newline, without the empty
+// defaults that d's document did not hold.
+func (d *PodDefaults) MarshalIndent(pod *corev1.Pod, prefix, indent string) ([]byte, error) {
+	data, err := json.Marshal(pod)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
+	}
+	d.Remove(v)
+	out, err := json.MarshalIndent(v, prefix, indent)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
+	}
+	return append(out, '\n'), nil
 }
 
 // isEmptyMap reports whether v is an object with no members.
