@@ -46,7 +46,7 @@ const (
 	hostileTimeout = 3 * time.Second
 	// Margins of the bounds the test asserts, wide enough that a busy machine does not fail
 	// it. Beyond its start size, the data limit of a worker leaves room for thread stacks (see
-	// threadAllowance in worker_unix.go), and its resident memory counts program text. The
+	// threadAllowance in internal/sandbox/limit_unix.go), and its resident memory counts program text. The
 	// time margin covers killing a worker that does not answer, and starting its successor.
 	hostileMemoryMargin = 32 << 20
 	hostileTimeMargin   = 3 * time.Second
