@@ -99,18 +99,7 @@ func TestSeparators(t *testing.T) {
 		{"explicit start in CRLF", "a: 1\r\n---\r\nb: 2\r\n...\r\n", []string{"0: line 1 yaml map[a:1]", "1: line 3 yaml map[b:2]"}, ""},
 		{"byte order mark", "\ufeff---\na: 1\n", []string{"0: line 1 yaml map[a:1]"}, ""},
 	} {
-		t.Run(test.name, func(t *testing.T) {
-			got, err := parseAll(t, ReaderOptions{}, test.in)
-			if diff := cmp.Diff(test.want, got); diff != "" {
-				t.Errorf("(-want +got)\n%s", diff)
-			}
-			switch {
-			case test.err == "" && err != nil:
-				t.Errorf("got error %v", err)
-			case test.err != "" && (err == nil || !strings.HasPrefix(err.Error(), test.err)):
-				t.Errorf("got error %v, want %s", err, test.err)
-			}
-		})
+		t.Run(test.name, func(t *testing.T) { checkStream(t, test.in, test.want, test.err) })
 	}
 }
 
@@ -140,18 +129,7 @@ func TestJSONStreams(t *testing.T) {
 			[]string{"0: line 1 json map[a:" + strings.Repeat("1", 1000) + "]"},
 			"in.yaml:2: document 2: holds a number longer than the limit of 1000 digits"},
 	} {
-		t.Run(test.name, func(t *testing.T) {
-			got, err := parseAll(t, ReaderOptions{}, test.in)
-			if diff := cmp.Diff(test.want, got); diff != "" {
-				t.Errorf("(-want +got)\n%s", diff)
-			}
-			switch {
-			case test.err == "" && err != nil:
-				t.Errorf("got error %v", err)
-			case test.err != "" && (err == nil || !strings.HasPrefix(err.Error(), test.err)):
-				t.Errorf("got error %v, want %s", err, test.err)
-			}
-		})
+		t.Run(test.name, func(t *testing.T) { checkStream(t, test.in, test.want, test.err) })
 	}
 }
 
@@ -382,5 +360,21 @@ func TestHostileStreams(t *testing.T) {
 				t.Errorf("allocated %d MiB", alloc>>20)
 			}
 		})
+	}
+}
+
+// checkStream reads the stream in and checks its documents against want and its error
+// against the prefix wantErr ("" for none).
+func checkStream(t *testing.T, in string, want []string, wantErr string) {
+	t.Helper()
+	got, err := parseAll(t, ReaderOptions{}, in)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	switch {
+	case wantErr == "" && err != nil:
+		t.Errorf("got error %v", err)
+	case wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), wantErr)):
+		t.Errorf("got error %v, want %s", err, wantErr)
 	}
 }
