@@ -1,0 +1,292 @@
+package webhook
+
+// This file defines the WebhookConfig file, its checks, and how its rules become compiled
+// overlays.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/bound"
+)
+
+// APIVersion and Kind identify a webhook config file.
+const (
+	APIVersion = "starpod.dev/v1alpha1"
+	Kind       = "WebhookConfig"
+)
+
+// maxConfig bounds the size of a config file.
+const maxConfig = 1 << 20
+
+// A Config is the webhook's configuration: rules that select overlays per admitted object.
+// Rules apply in order; each sees the object as the rules before it left it.
+type Config struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Rules      []Rule `json:"rules"`
+}
+
+// A Rule applies its overlays, in order, to the objects it matches.
+type Rule struct {
+	Name     string            `json:"name"`
+	Match    Match             `json:"match"`
+	Overlays []string          `json:"overlays"` // files, relative to the config file's directory
+	Args     map[string]string `json:"args,omitempty"`
+	OnError  OnError           `json:"onError,omitempty"`
+}
+
+// A Match selects objects. Every part given must match; an empty part matches everything.
+type Match struct {
+	Namespaces    []string              `json:"namespaces,omitempty"`
+	Kinds         []string              `json:"kinds,omitempty"` // default [Pod]
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// OnError says what happens to an object when one of a rule's overlays fails on it.
+type OnError string
+
+const (
+	// Fail rejects the object with the overlay's error (the default).
+	Fail OnError = "Fail"
+	// Ignore admits the object as it was before the rule, with a warning.
+	Ignore OnError = "Ignore"
+)
+
+// kinds are the kinds of object the webhook mutates. Pod templates of workload kinds come
+// with decodeObject (object.go).
+var kinds = []string{"Pod"}
+
+// ParseConfig decodes and checks a config file's contents, strictly: an unknown field is an
+// error. file names the file in errors.
+func ParseConfig(file string, data []byte) (*Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	if errs := c.validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %v", file, errs.ToAggregate())
+	}
+	return &c, nil
+}
+
+// validate checks c, naming each problem by its field path.
+func (c *Config) validate() field.ErrorList {
+	var errs field.ErrorList
+	if c.APIVersion != APIVersion {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), c.APIVersion, []string{APIVersion}))
+	}
+	if c.Kind != Kind {
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{Kind}))
+	}
+	names := make(map[string]bool)
+	for i, r := range c.Rules {
+		p := field.NewPath("rules").Index(i)
+		for _, msg := range validation.IsDNS1123Label(r.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), r.Name, msg))
+		}
+		if names[r.Name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), r.Name))
+		}
+		names[r.Name] = true
+		if len(r.Overlays) == 0 {
+			errs = append(errs, field.Required(p.Child("overlays"), "a rule applies at least one overlay"))
+		}
+		for j, o := range r.Overlays {
+			if o == "" || filepath.IsAbs(o) || !filepath.IsLocal(o) {
+				errs = append(errs, field.Invalid(p.Child("overlays").Index(j), o, "want a file inside the config file's directory"))
+			}
+		}
+		switch r.OnError {
+		case "", Fail, Ignore:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("onError"), r.OnError, []string{string(Fail), string(Ignore)}))
+		}
+		for j, k := range r.Match.Kinds {
+			if !slices.Contains(kinds, k) {
+				errs = append(errs, field.NotSupported(p.Child("match", "kinds").Index(j), k, kinds))
+			}
+		}
+		if r.Match.LabelSelector != nil {
+			if _, err := metav1.LabelSelectorAsSelector(r.Match.LabelSelector); err != nil {
+				errs = append(errs, field.Invalid(p.Child("match", "labelSelector"), r.Match.LabelSelector, err.Error()))
+			}
+		}
+	}
+	return errs
+}
+
+// A compiled config is a Config with every overlay compiled. It is immutable: requests use
+// it from many goroutines while a reload builds the next one.
+type compiled struct {
+	rules []*rule
+	files map[string]string // every file read (config, overlays, modules) and its content hash
+	pools []*engine.WorkerPool
+}
+
+// A rule is a compiled Rule.
+type rule struct {
+	Rule
+	namespaces map[string]bool // nil: every namespace
+	kinds      []string
+	selector   labels.Selector
+	overlays   []*overlay
+}
+
+// An overlay is one compiled overlay file of a rule.
+type overlay struct {
+	name string // as the config names it
+	hash string // sha256 of its source, hex
+	*engine.Overlay
+}
+
+// matches reports whether r selects an object of kind in namespace with labels lbls.
+func (r *rule) matches(namespace, kind string, lbls map[string]string) bool {
+	if r.namespaces != nil && !r.namespaces[namespace] {
+		return false
+	}
+	if !slices.Contains(r.kinds, kind) {
+		return false
+	}
+	return r.selector.Matches(labels.Set(lbls))
+}
+
+// onError returns what the rule does on an overlay's failure.
+func (r *rule) onError() OnError {
+	if r.OnError == "" {
+		return Fail
+	}
+	return r.OnError
+}
+
+// compileConfig reads the config file and compiles every overlay of every rule, each rule's
+// in its own worker pool (opts.newPool) when overlays run in workers, so that a rule whose
+// overlay bombs fills only its own workers. The files read are recorded with their hashes,
+// to notice a change.
+func compileConfig(ctx context.Context, file string, opts *Options) (_ *compiled, err error) {
+	data, err := bound.ReadFile(file, maxConfig, "config")
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := ParseConfig(file, data)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(file)
+	rec := &recorder{files: map[string]string{file: hash(data)}}
+	c := &compiled{files: rec.files}
+	defer func() {
+		if err != nil {
+			c.close()
+		}
+	}()
+	var errs []string
+	for _, r := range cfg.Rules {
+		cr := &rule{Rule: r, kinds: r.Match.Kinds, selector: labels.Everything()}
+		if len(cr.kinds) == 0 {
+			cr.kinds = []string{"Pod"}
+		}
+		if r.Match.Namespaces != nil {
+			cr.namespaces = make(map[string]bool)
+			for _, ns := range r.Match.Namespaces {
+				cr.namespaces[ns] = true
+			}
+		}
+		if r.Match.LabelSelector != nil {
+			cr.selector, _ = metav1.LabelSelectorAsSelector(r.Match.LabelSelector) // checked by validate
+		}
+		eo := opts.Engine
+		eo.Loader = rec.loader(engine.DirLoader(dir))
+		if eo.Isolation == engine.WorkerProcess {
+			eo.Workers = opts.newPool()
+			c.pools = append(c.pools, eo.Workers)
+			eo.Workers.Prestart(&eo)
+		}
+		for _, name := range r.Overlays {
+			path := filepath.Join(dir, name)
+			src, err := bound.ReadFile(path, bound.MaxScript, "script")
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("rule %s: %v", r.Name, err))
+				continue
+			}
+			rec.add(path, src)
+			o, err := engine.Compile(ctx, path, src, &eo)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("rule %s: %v", r.Name, err))
+				continue
+			}
+			cr.overlays = append(cr.overlays, &overlay{name: name, hash: hash(src), Overlay: o})
+		}
+		c.rules = append(c.rules, cr)
+	}
+	if len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "\n"))
+	}
+	return c, nil
+}
+
+// close stops the worker pools of c.
+func (c *compiled) close() {
+	for _, p := range c.pools {
+		p.Close()
+	}
+}
+
+// changed reports whether any file c was built from now has other contents, or is gone.
+func (c *compiled) changed() bool {
+	for name, h := range c.files {
+		data, err := bound.ReadFile(name, bound.MaxScript+maxConfig, "file")
+		if err != nil || hash(data) != h {
+			return true
+		}
+	}
+	return false
+}
+
+func hash(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// A recorder records the files a compile reads: overlays, and the modules they load.
+type recorder struct {
+	mu    sync.Mutex
+	files map[string]string
+}
+
+func (r *recorder) add(name string, src []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.files[name] = hash(src)
+}
+
+// loader returns l, recording what it loads.
+func (r *recorder) loader(l engine.Loader) engine.Loader { return &recordingLoader{r, l} }
+
+type recordingLoader struct {
+	rec *recorder
+	l   engine.Loader
+}
+
+func (rl *recordingLoader) Load(from, module string) (string, []byte, error) {
+	name, src, err := rl.l.Load(from, module)
+	if err == nil {
+		rl.rec.add(name, bytes.Clone(src))
+	}
+	return name, src, err
+}

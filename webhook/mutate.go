@@ -1,0 +1,206 @@
+package webhook
+
+// This file defines what the webhook does with one AdmissionRequest: the rules that match,
+// their overlays in order, and the response.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/starpod/starpod/engine"
+)
+
+// AppliedAnnotation is the annotation that records, on an object the overlays changed, the
+// overlays applied to it: "RULE/FILE@sha256:HASH" for each, comma-separated, in order; HASH
+// is the first 12 hex digits of the file's sha256.
+const AppliedAnnotation = "starpod.dev/overlays"
+
+// maxWarning bounds the length of one warning; the API server passes at most 4 KiB of each.
+const maxWarning = 1024
+
+// Outcomes of an admission, as logs and metrics name them.
+const (
+	outcomeUnchanged = "unchanged" // allowed with no patch
+	outcomeMutated   = "mutated"   // allowed with a patch
+	outcomeIgnored   = "ignored"   // a rule failed with onError Ignore; allowed
+	outcomeDenied    = "denied"    // a rule failed with onError Fail
+	outcomeError     = "error"     // the request itself was bad
+	outcomeRefused   = "refused"   // over the concurrency limit
+)
+
+// result is what one admission did, for the response, the log line and the metrics.
+type result struct {
+	resp    *admissionv1.AdmissionResponse
+	rules   []string          // the rules that matched, in order
+	outcome string            // the admission's outcome
+	byRule  map[string]string // each matched rule's outcome
+}
+
+// admit applies the rules of c to the request's object.
+func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) *result {
+	res := &result{
+		resp:    &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true},
+		outcome: outcomeUnchanged,
+		byRule:  make(map[string]string),
+	}
+	// Only new objects are mutated: most of a pod is immutable once created.
+	if req.Operation != admissionv1.Create || req.SubResource != "" || len(req.Object.Raw) == 0 {
+		return res
+	}
+	kind := req.Kind.Kind
+	var matched []*rule
+	var obj object
+	for _, r := range c.rules {
+		if r.namespaces != nil && !r.namespaces[req.Namespace] || !containsKind(r.kinds, kind) {
+			continue
+		}
+		if obj == nil {
+			o, err := decodeObject(kind, req.Object.Raw)
+			if err != nil {
+				return deny(res, http.StatusBadRequest, err.Error(), outcomeError)
+			}
+			obj = o
+		}
+		if r.matches(req.Namespace, kind, obj.labels()) {
+			matched = append(matched, r)
+			res.rules = append(res.rules, r.Name)
+		}
+	}
+	if len(matched) == 0 {
+		return res
+	}
+	orig := obj.pods()
+	cur := make([]*corev1.Pod, len(orig))
+	for i, p := range orig {
+		cur[i] = p.DeepCopy()
+	}
+	var applied []string
+	for _, r := range matched {
+		next, changedBy, err := applyRule(ctx, r, cur)
+		if err != nil {
+			msg := fmt.Sprintf("starpod rule %s: %v", r.Name, err)
+			if r.onError() == Fail {
+				res.byRule[r.Name] = outcomeDenied
+				return deny(res, http.StatusForbidden, msg, outcomeDenied)
+			}
+			res.byRule[r.Name] = outcomeIgnored
+			res.outcome = outcomeIgnored
+			res.resp.Warnings = append(res.resp.Warnings, clip(msg+" (onError: Ignore; the rule's changes were left out)"))
+			continue
+		}
+		res.byRule[r.Name] = outcomeUnchanged
+		if len(changedBy) > 0 {
+			res.byRule[r.Name] = outcomeMutated
+			res.resp.Warnings = append(res.resp.Warnings,
+				clip(fmt.Sprintf("starpod rule %s: changed by %s", r.Name, strings.Join(changedBy, ", "))))
+		}
+		for _, o := range r.overlays {
+			applied = append(applied, fmt.Sprintf("%s/%s@sha256:%s", r.Name, o.name, o.hash[:12]))
+		}
+		cur = next
+	}
+	if podsEqual(orig, cur) {
+		// Nothing changed: no patch, no annotation. A reinvocation after the overlays ran
+		// once ends here.
+		return res
+	}
+	for _, p := range cur {
+		if p.Annotations == nil {
+			p.Annotations = make(map[string]string)
+		}
+		p.Annotations[AppliedAnnotation] = strings.Join(applied, ",")
+	}
+	before, err := obj.encode()
+	if err != nil {
+		return deny(res, http.StatusInternalServerError, err.Error(), outcomeError)
+	}
+	obj.setPods(cur)
+	after, err := obj.encode()
+	if err != nil {
+		return deny(res, http.StatusInternalServerError, err.Error(), outcomeError)
+	}
+	patch, err := makePatch(req.Object.Raw, before, after)
+	if err != nil {
+		return deny(res, http.StatusInternalServerError, "starpod: making the patch: "+err.Error(), outcomeError)
+	}
+	if patch != nil {
+		pt := admissionv1.PatchTypeJSONPatch
+		res.resp.Patch, res.resp.PatchType = patch, &pt
+		if res.outcome == outcomeUnchanged {
+			res.outcome = outcomeMutated
+		}
+	}
+	return res
+}
+
+// applyRule applies r's overlays in order to each of pods, and returns the new pods and the
+// overlays that changed any of them. An error is the first overlay's that failed.
+func applyRule(ctx context.Context, r *rule, pods []*corev1.Pod) ([]*corev1.Pod, []string, error) {
+	env := &engine.Env{Args: r.Args}
+	var changedBy []string
+	for _, o := range r.overlays {
+		var out []*corev1.Pod
+		var err error
+		if len(pods) == 1 {
+			var p *corev1.Pod
+			p, err = o.Apply(ctx, pods[0], env)
+			out = []*corev1.Pod{p}
+		} else {
+			out, err = o.ApplyBatch(ctx, pods, env)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if !podsEqual(pods, out) {
+			changedBy = append(changedBy, o.name)
+		}
+		pods = out
+	}
+	return pods, changedBy, nil
+}
+
+func podsEqual(a, b []*corev1.Pod) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !apiequality.Semantic.DeepEqual(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func containsKind(kinds []string, kind string) bool {
+	for _, k := range kinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// deny makes res a refusal with code and msg.
+func deny(res *result, code int32, msg, outcome string) *result {
+	res.resp.Allowed = false
+	res.resp.Warnings = nil
+	res.resp.Result = &metav1.Status{Status: metav1.StatusFailure, Code: code, Message: msg}
+	res.outcome = outcome
+	return res
+}
+
+// clip bounds a warning's length.
+func clip(s string) string {
+	s = strings.ReplaceAll(s, "\n", "; ")
+	if len(s) > maxWarning {
+		s = s[:maxWarning-3] + "..."
+	}
+	return s
+}

@@ -1,0 +1,142 @@
+package webhook
+
+// This file defines the JSONPatch of a response: the change from the object the API server
+// sent to the object the overlays made.
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	jsonpatch5 "github.com/evanphx/json-patch/v5"
+	"gomodules.xyz/jsonpatch/v2"
+)
+
+// makePatch returns the RFC 6902 patch that turns raw, the object as the API server sent
+// it, into the object whose encoding is after. before is the encoding of raw as decoded,
+// with the same encoder as after.
+//
+// The patch is the difference between before and after, computed by gomodules.xyz/jsonpatch
+// (as controller-runtime does): a diff from raw itself would also remove every field raw
+// holds that this build's API types do not know (a newer API server's fields) and add the
+// empty values the encoder writes. An operation whose parent raw does not hold (raw has no
+// "resources", the encoder wrote "resources": {}) becomes an add of the first missing
+// ancestor, with its value from after. The result is checked by applying it to raw.
+func makePatch(raw, before, after []byte) ([]byte, error) {
+	ops, err := jsonpatch.CreatePatch(before, after)
+	if err != nil {
+		return nil, err
+	}
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	var rawDoc, afterDoc any
+	if err := json.Unmarshal(raw, &rawDoc); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(after, &afterDoc); err != nil {
+		return nil, err
+	}
+	var out []jsonpatch.Operation
+	lifted := make(map[string]bool)
+	for _, op := range ops {
+		if underAny(op.Path, lifted) {
+			continue // the lifted add holds it
+		}
+		anc, ok := missingAncestor(rawDoc, op.Path)
+		switch {
+		case ok && op.Operation == "remove":
+			continue // raw does not hold it
+		case ok:
+			v, found := lookup(afterDoc, anc)
+			if !found {
+				continue
+			}
+			lifted[anc] = true
+			out = append(out, jsonpatch.NewOperation("add", anc, v))
+		case op.Operation == "replace":
+			if _, found := lookup(rawDoc, op.Path); !found {
+				op.Operation = "add"
+			}
+			out = append(out, op)
+		default:
+			out = append(out, op)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	patch, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	p, err := jsonpatch5.DecodePatch(patch)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.Apply(raw); err != nil {
+		return nil, fmt.Errorf("the patch does not apply to the object: %v", err)
+	}
+	return patch, nil
+}
+
+// underAny reports whether path is below one of the paths in set.
+func underAny(path string, set map[string]bool) bool {
+	for p := range set {
+		if strings.HasPrefix(path, p+"/") || path == p {
+			return true
+		}
+	}
+	return false
+}
+
+// missingAncestor returns the shortest proper prefix of the JSON pointer path, other than
+// the whole document, that doc does not hold, and whether there is one.
+func missingAncestor(doc any, path string) (string, bool) {
+	toks := strings.Split(path, "/")[1:]
+	cur := doc
+	for i := 0; i < len(toks)-1; i++ {
+		next, ok := child(cur, unescape(toks[i]))
+		if !ok {
+			return "/" + strings.Join(toks[:i+1], "/"), true
+		}
+		cur = next
+	}
+	return "", false
+}
+
+// lookup returns the value at the JSON pointer path in doc.
+func lookup(doc any, path string) (any, bool) {
+	if path == "" {
+		return doc, true
+	}
+	cur := doc
+	for _, t := range strings.Split(path, "/")[1:] {
+		next, ok := child(cur, unescape(t))
+		if !ok {
+			return nil, false
+		}
+		cur = next
+	}
+	return cur, true
+}
+
+func child(v any, tok string) (any, bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		c, ok := v[tok]
+		return c, ok
+	case []any:
+		i, err := strconv.Atoi(tok)
+		if err != nil || i < 0 || i >= len(v) {
+			return nil, false
+		}
+		return v[i], true
+	}
+	return nil, false
+}
+
+func unescape(tok string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+}
