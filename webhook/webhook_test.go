@@ -597,3 +597,40 @@ func TestPatchKeepsUnknownFields(t *testing.T) {
 }
 
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+// TestExample serves examples/webhook/config.yaml: its pod is stored as expected.yaml says,
+// with the annotation.
+func TestExample(t *testing.T) {
+	srv, err := New(context.Background(), "../examples/webhook/config.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewTLSServer(srv.Handler())
+	defer ts.Close()
+	f := &fixture{t: t, srv: srv, ts: ts}
+	pod, err := os.ReadFile("../examples/webhook/pod.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := podRequest(t, string(pod))
+	got, _ := patched(t, req, f.review(req))
+	if !strings.HasPrefix(got.Annotations[AppliedAnnotation], "gpu-pool/overlay.star@sha256:") {
+		t.Errorf("annotation %q", got.Annotations[AppliedAnnotation])
+	}
+	delete(got.Annotations, AppliedAnnotation)
+	if len(got.Annotations) == 0 {
+		got.Annotations = nil
+	}
+	wantYAML, err := os.ReadFile("../examples/webhook/expected.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := new(corev1.Pod)
+	if err := yaml.UnmarshalStrict(wantYAML, want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stored pod (-expected.yaml +got):\n%s", diff)
+	}
+}
