@@ -168,7 +168,7 @@ func (s *Server) Reload(ctx context.Context) error {
 	if old != nil && !old.changed() {
 		return nil
 	}
-	c, err := compileConfig(ctx, s.file, &s.opts)
+	c, err := s.compileSnapshot(ctx)
 	if err != nil {
 		fp := errorKey(err)
 		if fp != s.tried {
@@ -187,6 +187,19 @@ func (s *Server) Reload(ctx context.Context) error {
 		time.AfterFunc(s.opts.RequestTimeout+time.Second, old.close)
 	}
 	return nil
+}
+
+// compileSnapshot compiles the config and makes sure that no file it read changed while
+// it compiled, so that a config and overlays updated one file after another are never
+// compiled half old and half new; it tries again if one did.
+func (s *Server) compileSnapshot(ctx context.Context) (*compiled, error) {
+	for try := 0; ; try++ {
+		c, err := compileConfig(ctx, s.file, &s.opts)
+		if err != nil || !c.changed() || try == 3 {
+			return c, err
+		}
+		c.close()
+	}
 }
 
 // errorKey identifies a failed reload, so that the same failure is reported once.
