@@ -214,7 +214,9 @@ func compileConfig(ctx context.Context, file string, opts *Options) (_ *compiled
 		eo.Loader = rec.loader(engine.DirLoader(dir))
 		if eo.Isolation == engine.WorkerProcess {
 			eo.Workers = opts.newPool()
-			c.pools = append(c.pools, eo.Workers)
+			if opts.sharedPool == nil {
+				c.pools = append(c.pools, eo.Workers)
+			}
 			eo.Workers.Prestart(&eo)
 		}
 		for _, name := range r.Overlays {

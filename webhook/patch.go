@@ -5,11 +5,10 @@ package webhook
 
 import (
 	"encoding/json"
-	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
-	jsonpatch5 "github.com/evanphx/json-patch/v5"
 	"gomodules.xyz/jsonpatch/v2"
 )
 
@@ -22,7 +21,7 @@ import (
 // holds that this build's API types do not know (a newer API server's fields) and add the
 // empty values the encoder writes. An operation whose parent raw does not hold (raw has no
 // "resources", the encoder wrote "resources": {}) becomes an add of the first missing
-// ancestor, with its value from after. The result is checked by applying it to raw.
+// ancestor, with its value from after.
 func makePatch(raw, before, after []byte) ([]byte, error) {
 	ops, err := jsonpatch.CreatePatch(before, after)
 	if err != nil {
@@ -67,18 +66,34 @@ func makePatch(raw, before, after []byte) ([]byte, error) {
 	if len(out) == 0 {
 		return nil, nil
 	}
-	patch, err := json.Marshal(out)
-	if err != nil {
-		return nil, err
-	}
-	p, err := jsonpatch5.DecodePatch(patch)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := p.Apply(raw); err != nil {
-		return nil, fmt.Errorf("the patch does not apply to the object: %v", err)
-	}
-	return patch, nil
+	sortOps(out)
+	return json.Marshal(out)
+}
+
+// sortOps puts ops in a deterministic order, the order of their paths (array indices as
+// numbers), so that the same change always gives the same patch: jsonpatch walks maps in Go's
+// random order. The order of the operations jsonpatch makes matters only within one array,
+// where it removes from the end (highest index first) and appends (lowest first), and this
+// order keeps both.
+func sortOps(ops []jsonpatch.Operation) {
+	sort.SliceStable(ops, func(i, j int) bool {
+		a, b := strings.Split(ops[i].Path, "/"), strings.Split(ops[j].Path, "/")
+		for k := 0; k < len(a) && k < len(b); k++ {
+			if a[k] == b[k] {
+				continue
+			}
+			na, errA := strconv.Atoi(a[k])
+			nb, errB := strconv.Atoi(b[k])
+			if errA == nil && errB == nil {
+				if ops[i].Operation == "remove" && ops[j].Operation == "remove" && k == len(a)-1 && k == len(b)-1 {
+					return na > nb
+				}
+				return na < nb
+			}
+			return a[k] < b[k]
+		}
+		return len(a) < len(b)
+	})
 }
 
 // underAny reports whether path is below one of the paths in set.

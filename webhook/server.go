@@ -83,9 +83,13 @@ type Options struct {
 
 	// Logger receives one line per admission and per reload. Nil discards them.
 	Logger *slog.Logger
-	// Registerer receives the Server's metrics. Nil means a registry of the Server's own,
-	// which /metrics serves.
+	// Registry receives the Server's metrics, and /metrics serves it. Nil means a registry
+	// of the Server's own.
 	Registry *prometheus.Registry
+
+	// sharedPool, when set, is the pool of every rule instead of a pool per rule: only for
+	// the benchmark that measures what pools per rule are for.
+	sharedPool *engine.WorkerPool
 }
 
 // A Server is a mutating admission webhook that applies the overlays of a config file.
@@ -143,6 +147,9 @@ func New(ctx context.Context, configFile string, opts *Options) (*Server, error)
 
 // newPool returns a worker pool for one rule.
 func (o *Options) newPool() *engine.WorkerPool {
+	if o.sharedPool != nil {
+		return o.sharedPool
+	}
 	size := o.WorkersPerRule
 	if size <= 0 {
 		size = runtime.GOMAXPROCS(0)

@@ -634,3 +634,44 @@ func TestExample(t *testing.T) {
 		t.Errorf("stored pod (-expected.yaml +got):\n%s", diff)
 	}
 }
+
+// TestPatchOrder: the patch of a change is always the same, and removes from and appends to
+// long lists apply.
+func TestPatchOrder(t *testing.T) {
+	mk := func(n int) []byte {
+		var items []string
+		for i := range n {
+			items = append(items, fmt.Sprintf(`{"name":"c%d","image":"i"}`, i))
+		}
+		return []byte(`{"metadata":{"name":"p","labels":{"a":"1"}},"spec":{"containers":[` + strings.Join(items, ",") + `]}}`)
+	}
+	for _, tc := range []struct{ from, to []byte }{
+		{mk(3), mk(12)},
+		{mk(12), mk(2)},
+	} {
+		to := bytes.Replace(tc.to, []byte(`"a":"1"`), []byte(`"a":"2","b":"3","c":"4"`), 1)
+		var first []byte
+		for i := range 20 {
+			patch, err := makePatch(tc.from, tc.from, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first = patch
+				p, err := jsonpatch5.DecodePatch(patch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := p.Apply(tc.from)
+				if err != nil {
+					t.Fatalf("patch %s: %v", patch, err)
+				}
+				if !jsonpatch5.Equal(got, to) {
+					t.Errorf("patch %s gives %s, want %s", patch, got, to)
+				}
+			} else if !bytes.Equal(patch, first) {
+				t.Fatalf("patch %d differs:\n%s\n%s", i, patch, first)
+			}
+		}
+	}
+}
