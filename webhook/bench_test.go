@@ -147,7 +147,7 @@ func BenchmarkAdmission(b *testing.B) {
 	}
 	podYAML := strings.Replace(string(pod), "metadata:\n", "metadata:\n  namespace: ml\n", 1)
 	files := map[string]string{
-		"config.yaml": "apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: gpu\n  match: {namespaces: [ml]}\n  overlays: [overlay.star]\n",
+		"config.yaml":  "apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: gpu\n  match: {namespaces: [ml]}\n  overlays: [overlay.star]\n",
 		"overlay.star": string(overlay),
 	}
 	const clients = 32
