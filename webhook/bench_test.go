@@ -19,6 +19,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/starpod/starpod/engine"
@@ -47,10 +48,21 @@ func benchServer(b *testing.B, files map[string]string, opts *Options, clients i
 	return ts.URL + "/mutate", c
 }
 
+// reviewBody is an AdmissionReview of the pod, encoded as the API server encodes it.
 func reviewBody(b *testing.B, podYAML string) []byte {
+	req := podRequest(b, podYAML)
+	var pod corev1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		b.Fatal(err)
+	}
+	raw, err := json.Marshal(&pod)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Object.Raw = raw
 	body, err := json.Marshal(&admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request:  podRequest(b, podYAML),
+		Request:  req,
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -82,6 +82,7 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 		cur[i] = p.DeepCopy()
 	}
 	var applied []string
+	changed := false
 	for _, r := range matched {
 		next, changedBy, err := applyRule(ctx, r, cur)
 		if err != nil {
@@ -97,6 +98,7 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 		}
 		res.byRule[r.Name] = outcomeUnchanged
 		if len(changedBy) > 0 {
+			changed = true
 			res.byRule[r.Name] = outcomeMutated
 			res.resp.Warnings = append(res.resp.Warnings,
 				clip(fmt.Sprintf("starpod rule %s: changed by %s", r.Name, strings.Join(changedBy, ", "))))
@@ -106,7 +108,7 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 		}
 		cur = next
 	}
-	if podsEqual(orig, cur) {
+	if !changed {
 		// Nothing changed: no patch, no annotation. A reinvocation after the overlays ran
 		// once ends here.
 		return res

@@ -4,6 +4,7 @@ package webhook
 // sent to the object the overlays made.
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
 	"strconv"
@@ -29,6 +30,11 @@ func makePatch(raw, before, after []byte) ([]byte, error) {
 	}
 	if len(ops) == 0 {
 		return nil, nil
+	}
+	if bytes.Equal(bytes.TrimSpace(raw), before) {
+		// The API server encodes as this build does: the patch applies to raw as it is.
+		sortOps(ops)
+		return json.Marshal(ops)
 	}
 	var rawDoc, afterDoc any
 	if err := json.Unmarshal(raw, &rawDoc); err != nil {

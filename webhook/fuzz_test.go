@@ -1,0 +1,48 @@
+package webhook
+
+import (
+	"encoding/json"
+	"testing"
+
+	jsonpatch5 "github.com/evanphx/json-patch/v5"
+)
+
+// FuzzMakePatch: for any two JSON objects, the patch from the first applies to it and gives
+// the second.
+func FuzzMakePatch(f *testing.F) {
+	f.Add(`{"a":{"b":[1,2,3]},"c":"x"}`, `{"a":{"b":[1,5]},"d":{"e":{}}}`)
+	f.Add(`{"spec":{"containers":[{"name":"c"}]}}`, `{"spec":{"containers":[{"name":"c","resources":{"limits":{"x":"1"}}},{"name":"d"}]}}`)
+	f.Add(`{"a~b/c":[[]]}`, `{"a~b/c":[[1],[]]}`)
+	f.Fuzz(func(t *testing.T, from, to string) {
+		var a, b map[string]any
+		if json.Unmarshal([]byte(from), &a) != nil || json.Unmarshal([]byte(to), &b) != nil || a == nil || b == nil {
+			return
+		}
+		patch, err := makePatch([]byte(from), []byte(from), []byte(to))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := []byte(from)
+		if patch != nil {
+			p, err := jsonpatch5.DecodePatch(patch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err = p.Apply(got); err != nil {
+				t.Fatalf("patch %s: %v", patch, err)
+			}
+		}
+		if !jsonpatch5.Equal(got, []byte(to)) {
+			t.Errorf("patch %s gives %s, want %s", patch, got, to)
+		}
+	})
+}
+
+// FuzzParseConfig: no config text makes the parser panic.
+func FuzzParseConfig(f *testing.F) {
+	f.Add(gpuConfig)
+	f.Add("apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: a\n  overlays: [a.star]\n  match: {labelSelector: {matchExpressions: [{key: x, operator: In}]}}\n")
+	f.Fuzz(func(t *testing.T, config string) {
+		ParseConfig("config.yaml", []byte(config))
+	})
+}
