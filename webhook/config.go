@@ -146,7 +146,12 @@ type rule struct {
 	kinds      []string
 	selector   labels.Selector
 	overlays   []*overlay
+	slots      chan struct{} // the admissions that may run the rule's overlays at once
 }
+
+// errRuleBusy is the failure of a rule whose overlays already run for as many admissions as
+// they may.
+var errRuleBusy = errors.New("too many admissions run this rule's overlays at once; try again")
 
 // An overlay is one compiled overlay file of a rule.
 type overlay struct {
@@ -197,7 +202,8 @@ func compileConfig(ctx context.Context, file string, opts *Options) (_ *compiled
 	}()
 	var errs []string
 	for _, r := range cfg.Rules {
-		cr := &rule{Rule: r, kinds: r.Match.Kinds, selector: labels.Everything()}
+		cr := &rule{Rule: r, kinds: r.Match.Kinds, selector: labels.Everything(),
+			slots: make(chan struct{}, max(1, opts.MaxInFlight/2))}
 		if len(cr.kinds) == 0 {
 			cr.kinds = []string{"Pod"}
 		}

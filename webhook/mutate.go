@@ -145,6 +145,12 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 // applyRule applies r's overlays in order to each of pods, and returns the new pods and the
 // overlays that changed any of them. An error is the first overlay's that failed.
 func applyRule(ctx context.Context, r *rule, pods []*corev1.Pod) ([]*corev1.Pod, []string, error) {
+	select {
+	case r.slots <- struct{}{}:
+		defer func() { <-r.slots }()
+	default:
+		return nil, nil, errRuleBusy
+	}
 	env := &engine.Env{Args: r.Args}
 	var changedBy []string
 	for _, o := range r.overlays {

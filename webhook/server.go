@@ -73,7 +73,9 @@ type Options struct {
 	// Keep it below the webhook's timeoutSeconds.
 	RequestTimeout time.Duration
 	// MaxInFlight bounds the admissions served at once; more are refused with 429. Zero
-	// means DefaultMaxInFlight.
+	// means DefaultMaxInFlight. One rule's overlays run for at most half of them at once:
+	// beyond that, the rule fails at once (its onError decides), so that a rule whose
+	// overlay is slow or bombs cannot take every slot from the others.
 	MaxInFlight int
 	// MaxBodyBytes bounds a request body; zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64

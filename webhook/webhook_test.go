@@ -675,3 +675,54 @@ func TestPatchOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowRuleIsolated: a rule whose overlay runs to its time limit holds at most half of
+// the admissions at once; beyond that its own requests fail at once, and another rule's
+// requests are still served.
+func TestSlowRuleIsolated(t *testing.T) {
+	f := newFixture(t, map[string]string{
+		"config.yaml": `
+apiVersion: starpod.dev/v1alpha1
+kind: WebhookConfig
+rules:
+- name: slow
+  match: {namespaces: [bad]}
+  overlays: [loop.star]
+- name: gpu
+  match: {namespaces: [ml]}
+  overlays: [gpu.star]
+`,
+		"loop.star": "def overlay(pod):\n    for i in range(1 << 40):\n        pass\n",
+		"gpu.star":  gpuOverlay,
+	}, &Options{MaxInFlight: 8, Engine: engine.Options{MaxSteps: 1 << 62, Timeout: 2 * time.Second}})
+	bad := podRequest(t, strings.Replace(trainerPod, "namespace: ml", "namespace: bad", 1))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	messages := map[string]int{}
+	for range 6 {
+		wg.Go(func() {
+			resp := f.review(bad)
+			msg := "allowed"
+			if !resp.Allowed {
+				msg = resp.Result.Message
+				if strings.Contains(msg, "wall time") || strings.Contains(msg, "time limit") {
+					msg = "time limit"
+				}
+			}
+			mu.Lock()
+			messages[msg]++
+			mu.Unlock()
+		})
+	}
+	for f.srv.cur.Load().rules[0].slots != nil && len(f.srv.cur.Load().rules[0].slots) < 4 {
+		time.Sleep(time.Millisecond)
+	}
+	req := podRequest(t, trainerPod)
+	if pod, _ := patched(t, req, f.review(req)); len(pod.Spec.Tolerations) != 1 {
+		t.Errorf("the other rule's pod was not mutated while the slow rule ran")
+	}
+	wg.Wait()
+	if messages["starpod rule slow: "+errRuleBusy.Error()] != 2 || len(messages) != 2 {
+		t.Errorf("slow rule's answers: %v, want 4 stopped by the time limit and 2 refused as busy", messages)
+	}
+}

@@ -85,7 +85,7 @@ the same port. Logs are one JSON line per admission on standard error.`,
 	fs.StringVar(&f.isolate, "isolation", "worker", "where overlays run, `MODE`: worker or none (in this process, with no memory limit: for trusted overlays only)")
 	fs.IntVar(&f.workers, "workers-per-rule", 0, "worker processes of each rule, `N` (default the number of CPUs)")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", webhook.DefaultRequestTimeout, "deadline `TIME` of one admission; keep it below the webhook's timeoutSeconds")
-	fs.IntVar(&f.maxInFlight, "max-in-flight", webhook.DefaultMaxInFlight, "admissions served at once, `N`; more are refused with 429")
+	fs.IntVar(&f.maxInFlight, "max-in-flight", webhook.DefaultMaxInFlight, "admissions served at once, `N`; more are refused with 429, and one rule runs for at most half of them")
 	fs.StringVar(&f.maxBody, "max-body-size", "7Mi", "largest request body, `SIZE`")
 	fs.DurationVar(&f.reload, "reload-interval", webhook.DefaultReloadInterval, "how often to look for changed config, overlay and certificate files, `TIME`")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log `FORMAT`: json or text")
