@@ -35,7 +35,8 @@ const (
 const maxConfig = 1 << 20
 
 // A Config is the webhook's configuration: rules that select overlays per admitted object.
-// Rules apply in order; each sees the object as the rules before it left it.
+// Rules match the object as it was sent, and apply in order: each rule's overlays see the
+// object as the rules before it left it.
 type Config struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
