@@ -45,6 +45,7 @@ type testWebhook struct {
 	addr   string
 	client *http.Client // trusts its CA
 	log    *logBuffer   // its standard error: one JSON line per admission
+	stop   func()       // stops it with SIGTERM and checks that it exits 0
 }
 
 // logBuffer collects a process's output for the test to read while it runs.
@@ -107,13 +108,19 @@ func startWebhook(t *testing.T, id string, files map[string]string, extra ...str
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	var once sync.Once
+	w.stop = func() {
+		once.Do(func() {
+			cancel()
+			// Wait reports the context's end even when the process exits 0 on SIGTERM.
+			err := <-exited
+			if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 0 {
+				t.Errorf("starpod webhook: %v after SIGTERM, want exit 0", err)
+			}
+		})
+	}
 	t.Cleanup(func() {
-		cancel()
-		// Wait reports the context's end even when the process exits 0 on SIGTERM.
-		err := <-exited
-		if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 0 {
-			t.Errorf("starpod webhook: %v after SIGTERM, want exit 0", err)
-		}
+		w.stop()
 		if t.Failed() {
 			t.Logf("starpod webhook log:\n%s", w.log.String())
 		}

@@ -191,6 +191,54 @@ func TestWebhook(t *testing.T) {
 		}
 	})
 
+	// There is no Volcano controller here: the test creates a task's pod from the Job's
+	// template as the controller would, and that pod is admitted like any other. The Job
+	// itself is not sent to the webhook (its MutatingWebhookConfiguration names pods; pod
+	// templates of workload kinds are not mutated yet).
+	t.Run("VolcanoJob", func(t *testing.T) {
+		ns := w.namespaceFor("vcjob")
+		w.write("config.yaml", strings.Replace(fmt.Sprintf(webhookConfig, id), "namespaces: ["+id+"-ml]", "namespaces: ["+id+"-ml, "+ns+"]", 1))
+		mustRun(t, "run", "-n", ns, "--app-id", "llama", example)
+		job, err := vc.BatchV1alpha1().Jobs(ns).Get(ctx, "llama", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := job.Annotations[webhook.AppliedAnnotation]; ok {
+			t.Errorf("the Volcano Job was mutated: %v", job.Annotations)
+		}
+		tmpl := job.Spec.Tasks[0].Template
+		pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+		pod.Name = "llama-trainer-0"
+		pod.Labels["team"] = "ml"
+		deadline := time.Now().Add(30 * time.Second)
+		for i := 0; ; i++ {
+			p := pod.DeepCopy()
+			p.Name = fmt.Sprintf("%s-%d", pod.Name, i)
+			stored, err := kube.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stored.Spec.NodeSelector["cloud.example.com/pool"] == "gpu-a100" {
+				var env []string
+				for _, e := range stored.Spec.Containers[0].Env {
+					env = append(env, e.Name)
+				}
+				if !slices.Contains(env, "GPU_POOL") || !strings.HasPrefix(stored.Annotations[webhook.AppliedAnnotation], "gpu-pool/gpu.star@") {
+					t.Errorf("the task's pod is half mutated: env %v, annotations %v", env, stored.Annotations)
+				}
+				if stored.Spec.NodeSelector["node.kubernetes.io/instance-type"] != "p4d.24xlarge" {
+					t.Errorf("the template's node selector was lost: %v", stored.Spec.NodeSelector)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the task's pod was not mutated 30s after the config named its namespace")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		w.write("config.yaml", fmt.Sprintf(webhookConfig, id))
+	})
+
 	t.Run("MemoryBomb", func(t *testing.T) {
 		bomb := w.namespaceFor("bomb")
 		var wg sync.WaitGroup
@@ -349,4 +397,24 @@ func pct(ds []time.Duration, p int) time.Duration {
 		return 0
 	}
 	return ds[(len(ds)-1)*p/100].Round(10 * time.Microsecond)
+}
+
+// TestWebhookDown: with failurePolicy Fail, pods of the webhook's namespaces are not created
+// while it is down, and the client is told which webhook failed.
+func TestWebhookDown(t *testing.T) {
+	const id = "whd"
+	w := startWebhook(t, id, map[string]string{
+		"config.yaml": fmt.Sprintf(webhookConfig, id),
+		"gpu.star":    readExample(t, "overlay.star"),
+		"quota.star":  quotaStar,
+		"bomb.star":   bombStar,
+		"reload.star": "def overlay(pod):\n    pass\n",
+	})
+	ml := w.namespaceFor("ml")
+	w.waitActive(ml, gpuPod("probe"))
+	w.stop()
+	_, err := kube.CoreV1().Pods(ml).Create(context.Background(), gpuPod("trainer-0"), metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), `failed calling webhook "pods.starpod.dev"`) {
+		t.Errorf("create while the webhook is down: %v, want the failed call named", err)
+	}
 }
