@@ -1,0 +1,23 @@
+package webhook_test
+
+import (
+	"fmt"
+
+	"github.com/starpod/starpod/webhook"
+)
+
+// A config is checked strictly, and each problem is named by its field path.
+func ExampleParseConfig() {
+	_, err := webhook.ParseConfig("config.yaml", []byte(`
+apiVersion: starpod.dev/v1alpha1
+kind: WebhookConfig
+rules:
+- name: gpu-pool
+  match: {namespaces: [ml], kinds: [Pod]}
+  overlays: [gpu.star]
+  onError: Retry
+`))
+	fmt.Println(err)
+	// Output:
+	// config.yaml: rules[0].onError: Unsupported value: "Retry": supported values: "Fail", "Ignore"
+}
