@@ -444,93 +444,6 @@ func TestHealthReadyMetrics(t *testing.T) {
 	}
 }
 
-// TestReload: a changed overlay takes effect; a broken one is refused and the last good one
-// keeps serving.
-func TestReload(t *testing.T) {
-	f := newFixture(t, map[string]string{"config.yaml": gpuConfig, "gpu.star": gpuOverlay}, nil)
-	ctx := context.Background()
-	if err := f.srv.Reload(ctx); err != nil {
-		t.Fatalf("reload of unchanged files: %v", err)
-	}
-	f.write("gpu.star", strings.Replace(gpuOverlay, `"cloud.example.com/pool"`, `"pool"`, 1))
-	if err := f.srv.Reload(ctx); err != nil {
-		t.Fatal(err)
-	}
-	req := podRequest(t, trainerPod)
-	pod, _ := patched(t, req, f.review(req))
-	if pod.Spec.NodeSelector["pool"] != "a100" {
-		t.Errorf("after reload: nodeSelector %v, want pool=a100", pod.Spec.NodeSelector)
-	}
-	f.write("gpu.star", "def overlay(pod):\n    pod[\n")
-	err := f.srv.Reload(ctx)
-	if err == nil || !strings.Contains(err.Error(), "gpu.star:3:1: got outdent") {
-		t.Fatalf("broken overlay: reload error %v, want its position", err)
-	}
-	f.srv.Reload(ctx) // the same broken file: logged and counted once
-	pod, _ = patched(t, req, f.review(req))
-	if pod.Spec.NodeSelector["pool"] != "a100" {
-		t.Errorf("after a refused reload: nodeSelector %v, want the last good overlay's", pod.Spec.NodeSelector)
-	}
-	if n := strings.Count(f.logBuf.String(), "config refused"); n != 1 {
-		t.Errorf("refusal logged %d times, want once", n)
-	}
-	// A broken config is refused as well; a good one after it is taken.
-	f.write("config.yaml", gpuConfig+"  onError: Sometimes\n")
-	f.write("gpu.star", gpuOverlay)
-	if err := f.srv.Reload(ctx); err == nil || !strings.Contains(err.Error(), "rules[0].onError") {
-		t.Fatalf("broken config: %v, want the field path", err)
-	}
-	f.write("config.yaml", gpuConfig)
-	if err := f.srv.Reload(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pod, _ = patched(t, req, f.review(req))
-	if pod.Spec.NodeSelector["cloud.example.com/pool"] != "a100" {
-		t.Errorf("after the fix: nodeSelector %v", pod.Spec.NodeSelector)
-	}
-}
-
-// TestReloadModule: a change to a module an overlay loads is a change too.
-func TestReloadModule(t *testing.T) {
-	f := newFixture(t, map[string]string{
-		"config.yaml": gpuConfig,
-		"gpu.star":    "load('lib.star', 'pool')\ndef overlay(pod):\n    set_node_selector(pod, 'pool', pool)\n",
-		"lib.star":    "pool = 'v1'\n",
-	}, nil)
-	f.write("lib.star", "pool = 'v2'\n")
-	if err := f.srv.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	req := podRequest(t, trainerPod)
-	pod, _ := patched(t, req, f.review(req))
-	if pod.Spec.NodeSelector["pool"] != "v2" {
-		t.Errorf("nodeSelector %v, want the changed module's pool=v2", pod.Spec.NodeSelector)
-	}
-}
-
-func TestConfigErrors(t *testing.T) {
-	for _, tc := range []struct{ config, want string }{
-		{"apiVersion: v1\nkind: WebhookConfig\n", `apiVersion: Unsupported value: "v1"`},
-		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrulez: []\n", `unknown field "rulez"`},
-		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: A\n  overlays: [a.star]\n", "rules[0].name: Invalid value"},
-		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: a\n", "rules[0].overlays: Required"},
-		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: a\n  overlays: [../a.star]\n", "rules[0].overlays[0]: Invalid value"},
-		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: a\n  overlays: [a.star]\n  match: {kinds: [Deployment]}\n", `rules[0].match.kinds[0]: Unsupported value: "Deployment"`},
-		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: a\n  overlays: [a.star]\n- name: a\n  overlays: [a.star]\n", "rules[1].name: Duplicate value"},
-		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: a\n  overlays: [missing.star]\n", "rule a: "},
-		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: a\n  overlays: [a.star]\n  match: {labelSelector: {matchExpressions: [{key: x, operator: Near}]}}\n", "rules[0].match.labelSelector"},
-	} {
-		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, "a.star"), []byte("def overlay(pod):\n    pass\n"), 0o644)
-		file := filepath.Join(dir, "config.yaml")
-		os.WriteFile(file, []byte(tc.config), 0o644)
-		_, err := New(context.Background(), file, nil)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "config.yaml") && !strings.Contains(err.Error(), "missing.star") {
-			t.Errorf("config %q: got %v, want an error with %q naming the file", tc.config, err, tc.want)
-		}
-	}
-}
-
 // TestMemoryBombIsolated: with worker processes, a rule whose overlay exhausts its memory
 // fails its own requests with the limit named, while another rule's requests, sent at the
 // same time, are admitted.
@@ -575,27 +488,6 @@ rules:
 	wg.Wait()
 }
 
-func TestPatchKeepsUnknownFields(t *testing.T) {
-	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"futureField":{"a":1},"containers":[{"name":"c","image":"i"}]}}`)
-	obj, err := decodeObject("Pod", raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before, _ := obj.encode()
-	p := obj.pods()[0].DeepCopy()
-	p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": mustQuantity("8")}
-	obj.setPods([]*corev1.Pod{p})
-	after, _ := obj.encode()
-	patch, err := makePatch(raw, before, after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `[{"op":"add","path":"/spec/containers/0/resources","value":{"limits":{"nvidia.com/gpu":"8"}}}]`
-	if string(patch) != want {
-		t.Errorf("patch = %s, want %s (raw has no resources, and its unknown field stays)", patch, want)
-	}
-}
-
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
 
 // TestExample serves examples/webhook/config.yaml: its pod is stored as expected.yaml says,
@@ -632,47 +524,6 @@ func TestExample(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stored pod (-expected.yaml +got):\n%s", diff)
-	}
-}
-
-// TestPatchOrder: the patch of a change is always the same, and removes from and appends to
-// long lists apply.
-func TestPatchOrder(t *testing.T) {
-	mk := func(n int) []byte {
-		var items []string
-		for i := range n {
-			items = append(items, fmt.Sprintf(`{"name":"c%d","image":"i"}`, i))
-		}
-		return []byte(`{"metadata":{"name":"p","labels":{"a":"1"}},"spec":{"containers":[` + strings.Join(items, ",") + `]}}`)
-	}
-	for _, tc := range []struct{ from, to []byte }{
-		{mk(3), mk(12)},
-		{mk(12), mk(2)},
-	} {
-		to := bytes.Replace(tc.to, []byte(`"a":"1"`), []byte(`"a":"2","b":"3","c":"4"`), 1)
-		var first []byte
-		for i := range 20 {
-			patch, err := makePatch(tc.from, tc.from, to)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if i == 0 {
-				first = patch
-				p, err := jsonpatch5.DecodePatch(patch)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := p.Apply(tc.from)
-				if err != nil {
-					t.Fatalf("patch %s: %v", patch, err)
-				}
-				if !jsonpatch5.Equal(got, to) {
-					t.Errorf("patch %s gives %s, want %s", patch, got, to)
-				}
-			} else if !bytes.Equal(patch, first) {
-				t.Fatalf("patch %d differs:\n%s\n%s", i, patch, first)
-			}
-		}
 	}
 }
 
