@@ -144,6 +144,11 @@ func showDefault(v starlark.Value) string {
 	switch v := v.(type) {
 	case starlark.NoneType:
 		return "none"
+	case starlark.Bool:
+		if v {
+			return "true"
+		}
+		return "false"
 	case starlark.String:
 		return fmt.Sprintf("%q", string(v))
 	case *starlark.Dict:
@@ -153,12 +158,18 @@ func showDefault(v starlark.Value) string {
 			val, _ := starlark.AsString(kv[1])
 			kvs = append(kvs, k+"="+val)
 		}
+		if len(kvs) == 0 {
+			return "none"
+		}
 		return fmt.Sprintf("%q", strings.Join(kvs, ","))
 	case *starlark.List:
 		var items []string
 		for i := 0; i < v.Len(); i++ {
 			s, _ := starlark.AsString(v.Index(i))
 			items = append(items, s)
+		}
+		if len(items) == 0 {
+			return "none"
 		}
 		return fmt.Sprintf("%q", strings.Join(items, ","))
 	}

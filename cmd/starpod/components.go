@@ -93,8 +93,8 @@ func parseTrailingFlags(cmd *cobra.Command, args []string) (bool, error) {
 	if help, _ := fs.GetBool("help"); help {
 		return true, cmd.Help()
 	}
-	if rest := fs.Args(); len(rest) > 1 {
-		return false, unexpectedArgs(cmd, rest[1:], "")
+	if rest := fs.Args(); len(rest) > 0 {
+		return false, unexpectedArgs(cmd, rest, "")
 	}
 	return false, nil
 }
