@@ -103,7 +103,7 @@ func parseTrailingFlags(cmd *cobra.Command, args []string) (bool, error) {
 // the arguments it prints the component's help and reports that the command is done. Bad
 // usage is a *usageError; other errors are returned for printErrors, with the app if there is
 // one (whose problems Build reports).
-func componentApp(ctx context.Context, a *app, f *runFlags, eopts *engine.Options, name string, args []string) (*scheduler.App, bool, error) {
+func componentApp(ctx context.Context, a *app, f *runFlags, project *component.Config, eopts *engine.Options, name string, args []string) (*scheduler.App, bool, error) {
 	root := f.root
 	if root != "" {
 		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
@@ -111,8 +111,9 @@ func componentApp(ctx context.Context, a *app, f *runFlags, eopts *engine.Option
 		}
 	}
 	c, err := component.Load(ctx, name, &component.LoadOptions{
-		Engine: engine.Options{MaxSteps: eopts.MaxSteps, Timeout: eopts.Timeout, Print: eopts.Print},
-		Root:   root,
+		Engine:    engine.Options{MaxSteps: eopts.MaxSteps, Timeout: eopts.Timeout, Print: eopts.Print},
+		Root:      root,
+		Resources: project.NamedResources,
 	})
 	var nf *component.NotFoundError
 	if errors.As(err, &nf) {
@@ -121,7 +122,7 @@ func componentApp(ctx context.Context, a *app, f *runFlags, eopts *engine.Option
 	if err != nil {
 		return nil, false, err
 	}
-	cargs, err := c.ParseArgs(args, nil)
+	cargs, err := c.ParseArgs(args, project.ComponentArgs(name))
 	if errors.Is(err, component.ErrHelp) {
 		return nil, true, c.WriteHelp(a.stdout, "starpod run")
 	}

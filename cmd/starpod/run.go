@@ -61,16 +61,28 @@ it are the function's parameters, and "starpod run COMPONENT --help" describes t
 run itself go before COMPONENT. The app it returns is decoded, checked and built as an
 APP.yaml is.
 
-The job's namespace is -n/--namespace, else --cfg namespace=, else the kubeconfig
-context's, else default: when both are given, -n wins, as kubectl's -n wins over the
-context's namespace.`,
+A project config, .starpod.yaml in the working directory or the file $STARPOD_CONFIG names,
+gives default run options (run_options.kubernetes), default component arguments
+(components.NAME), named resources for -h (named_resources) and overlays applied before the
+--overlay-script files (overlays). The command line wins over the file, and the file over
+the builtin defaults; "starpod runopts" shows where each value comes from.
+
+The job's namespace is -n/--namespace, else --cfg namespace=, else the project config's,
+else the kubeconfig context's, else default: when both are given, -n wins, as kubectl's -n
+wins over the context's namespace.`,
 		Example: `  starpod run --dry-run --app-id demo examples/llama-ft/app.yaml
   starpod run --dry-run dist.ddp -j 2:4x8 --script train.py -- --lr 0.1
   starpod run --dry-run lib/trainers.star:trainer --nodes 4
   starpod run dist.ddp --help
   starpod run -n ml --wait app.yaml
   starpod run --cfg queue=gpu,namespace=ml --overlay-script spot.star --overlay-arg zone=b app.yaml`,
-		Args: usageArgs(cobra.MinimumNArgs(1)),
+		// One APP.yaml or COMPONENT; what follows a component is its own.
+		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cobra.ExactArgs(1)(cmd, args)
+			}
+			return nil
+		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !component.IsComponent(args[0]) {
 				// An app spec: the flags may follow it, as before components.
@@ -114,7 +126,16 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 	if f.wait && f.dryRun != "none" {
 		return usagef("--wait: a dry run has nothing to wait for")
 	}
-	cfg, err := scheduler.ParseConfig(f.cfg)
+	// The project config's run options come first, so that --cfg wins over them.
+	project, err := component.LoadConfig()
+	if err != nil {
+		return printErrors(a, err)
+	}
+	fileSettings := project.Settings(f.scheduler)
+	if _, err := scheduler.ParseConfig(fileSettings); err != nil {
+		return printErrors(a, &component.ConfigError{File: project.File, Err: fmt.Errorf("run_options: %v", err)})
+	}
+	cfg, err := scheduler.ParseConfig(append(fileSettings, f.cfg...))
 	if err != nil {
 		return usagef("--cfg: %v", err)
 	}
@@ -125,7 +146,7 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 			return err
 		}
 		cfg.Namespace = f.namespace
-	case !cfgSets(f.cfg, "namespace"):
+	case !cfgSets(f.cfg, "namespace") && !cfgSets(fileSettings, "namespace"):
 		// As kubectl does: the namespace of the kubeconfig context, else default. Only local
 		// files are read, so a dry run shows what a real run would create.
 		cfg.Namespace = cluster.ContextNamespace(f.kubeconfig, f.context)
@@ -159,7 +180,7 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 	var app *scheduler.App
 	if component.IsComponent(spec) {
 		var done bool
-		app, done, err = componentApp(ctx, a, f, eopts, spec, componentArgs)
+		app, done, err = componentApp(ctx, a, f, project, eopts, spec, componentArgs)
 		var usage *usageError
 		if done || errors.As(err, &usage) {
 			return err
@@ -174,7 +195,7 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 	// together with those of the overlays and the app id, and build nothing.
 	bopts := scheduler.BuildOptions{
 		AppID:       f.appID,
-		Overlays:    f.scripts,
+		Overlays:    append(project.OverlayPaths(), f.scripts...),
 		OverlayArgs: args,
 		Engine:      *eopts,
 		OverlayRoot: f.root,
