@@ -13,11 +13,10 @@ import (
 	"strings"
 
 	"go.starlark.net/starlark"
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
-	"github.com/starpod/starpod/internal/convert"
 	"github.com/starpod/starpod/internal/spell"
 	"github.com/starpod/starpod/scheduler"
 )
@@ -325,7 +324,7 @@ func (c *Component) App(ctx context.Context, args *Args) (*scheduler.App, error)
 	if err != nil {
 		return nil, err
 	}
-	app, err := scheduler.ParseApp(c.Name, data)
+	app, err := scheduler.ParseAppData(c.Name, data)
 	if app != nil {
 		app.Dir = c.dir
 	}
@@ -340,11 +339,12 @@ func resultYAML(name string, v starlark.Value) ([]byte, error) {
 	if _, ok := v.(*starlark.Dict); !ok {
 		return nil, &engine.Error{Overlay: name, Err: fmt.Errorf("the component returned %s, %w", v.Type(), ErrNotApp)}
 	}
-	x, err := convert.ToGo(v, nil)
+	var count int
+	n, err := resultNode(v, nil, 0, &count)
 	if err != nil {
 		return nil, &engine.Error{Overlay: name, Err: fmt.Errorf("the component's result: %w", err)}
 	}
-	return yaml.Marshal(x)
+	return yaml.Marshal(n)
 }
 
 // Functions returns the names of the public functions (those whose names do not begin with
