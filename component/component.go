@@ -92,12 +92,17 @@ type LoadOptions struct {
 }
 
 // IsComponent reports whether arg names a component rather than an app spec file: a builtin
-// name (dist.ddp) or FILE.star:FUNCTION.
+// name (dist.ddp) or FILE.star:FUNCTION. A name ending in .yaml, .yml or .json, such as
+// utils.yaml, is an app spec.
 func IsComponent(arg string) bool {
 	if file, fn, ok := strings.Cut(arg, ".star:"); ok && file != "" && fn != "" {
 		return true
 	}
 	file, fn, ok := strings.Cut(arg, ".")
+	switch fn {
+	case "yaml", "yml", "json":
+		return false // an app spec such as utils.yaml
+	}
 	return ok && fn != "" && !strings.ContainsAny(arg, `/\:`) && !strings.Contains(fn, ".") &&
 		isBuiltinFile(file)
 }
@@ -278,13 +283,7 @@ func kindOf(def starlark.Value, typ string) Kind {
 }
 
 // BuiltinNames returns the names of the builtin components, sorted.
-func BuiltinNames() []string {
-	var names []string
-	for _, c := range builtinList() {
-		names = append(names, c)
-	}
-	return names
-}
+func BuiltinNames() []string { return builtinList() }
 
 // builtinList returns the public functions of the builtin files as FILE.FUNCTION, found by
 // reading the files' top-level def statements.

@@ -83,6 +83,19 @@ wins over the context's namespace.`,
 			}
 			return nil
 		}),
+		// The first argument completes to the builtin components as well as to files.
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveDefault
+			}
+			var out []cobra.Completion
+			for _, name := range component.BuiltinNames() {
+				if strings.HasPrefix(name, toComplete) {
+					out = append(out, name)
+				}
+			}
+			return out, cobra.ShellCompDirectiveDefault
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !component.IsComponent(args[0]) {
 				// An app spec: the flags may follow it, as before components.
