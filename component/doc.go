@@ -29,6 +29,7 @@
 //
 //	named_resources             a dict of the named resources (-h NAME): each a dict of cpu, gpu,
 //	                            mem_mb, devices and capabilities, in the shape of an app's resource
+//	named_resource(name)        named_resources[name], or an error with a did-you-mean
 //	macros                      a struct of the app spec's macros: macros.app_id is "${app_id}",
 //	                            and replica_id, num_replicas and rank0_env likewise
 //	shlex.quote(s)              s quoted for a POSIX shell, as Python's shlex.quote

@@ -5,7 +5,9 @@ package component
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -13,18 +15,39 @@ import (
 
 	"github.com/starpod/starpod/builtins"
 	"github.com/starpod/starpod/internal/convert"
+	"github.com/starpod/starpod/internal/spell"
 	"github.com/starpod/starpod/scheduler"
 )
 
 // predeclared returns the frozen names a component file sees: the overlay helpers,
-// named_resources (the builtin ones with extra added), macros and shlex.
+// named_resources (the builtin ones with extra added), named_resource, macros and shlex.
 func predeclared(extra map[string]scheduler.Resource) starlark.StringDict {
 	d := builtins.Predeclared()
 	res := NamedResources()
 	for k, r := range extra {
 		res[k] = r
 	}
-	d["named_resources"] = resourceDict(res)
+	dict := resourceDict(res)
+	d["named_resources"] = dict
+	d["named_resource"] = starlark.NewBuiltin("named_resource", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		var name string
+		if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &name); err != nil {
+			return nil, err
+		}
+		if v, found, _ := dict.Get(starlark.String(name)); found {
+			return v, nil
+		}
+		names := make([]string, 0, len(res))
+		for k := range res {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		msg := fmt.Sprintf("%s: unknown named resource %q", b.Name(), name)
+		if near := spell.Nearest(name, names); near != "" {
+			msg += fmt.Sprintf("; did you mean %q?", near)
+		}
+		return nil, errors.New(msg)
+	})
 	d["macros"] = starlarkstruct.FromStringDict(starlark.String("macros"), starlark.StringDict{
 		"app_id":       starlark.String("${app_id}"),
 		"replica_id":   starlark.String("${replica_id}"),
