@@ -132,7 +132,7 @@ func Load(ctx context.Context, name string, opts *LoadOptions) (*Component, erro
 	)
 	if path, fn, ok := strings.Cut(name, ".star:"); ok {
 		file, fnName = path+".star", fn
-		data, err := bound.ReadFile(file, bound.MaxScript, "component file")
+		data, err := readFile(file)
 		if err != nil {
 			return nil, err
 		}
@@ -353,7 +353,7 @@ func Functions(ctx context.Context, file string, opts *LoadOptions) ([]string, e
 	if opts == nil {
 		opts = &LoadOptions{}
 	}
-	data, err := bound.ReadFile(file, bound.MaxScript, "component file")
+	data, err := readFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -376,4 +376,15 @@ func Functions(ctx context.Context, file string, opts *LoadOptions) ([]string, e
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// readFile reads a component file within bound.MaxScript. A file it cannot look at is an
+// *fs.PathError that says "open", as os.ReadFile's does: to the user, it could not be opened.
+func readFile(name string) ([]byte, error) {
+	data, err := bound.ReadFile(name, bound.MaxScript, "component file")
+	var perr *fs.PathError
+	if errors.As(err, &perr) && perr.Op == "stat" {
+		err = &fs.PathError{Op: "open", Path: perr.Path, Err: perr.Err}
+	}
+	return data, err
 }

@@ -43,24 +43,27 @@ files of DIR (not of its subdirectories, and not of *_test.star files) as FILE.s
 
 func listComponents(ctx context.Context, a *app, dir string) error {
 	var names []string
+	var errs []error
 	if dir == "" {
 		names = component.BuiltinNames()
 	} else {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return usagef("--dir: got %q, want a directory", dir)
+		}
 		files, err := filepath.Glob(filepath.Join(dir, "*.star"))
 		if err != nil {
 			return usagef("--dir: %v", err)
-		}
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return usagef("--dir: got %q, want a directory", dir)
 		}
 		sort.Strings(files)
 		for _, file := range files {
 			if strings.HasSuffix(file, "_test.star") {
 				continue
 			}
+			// A file that does not load is reported, and the others are still listed.
 			fns, err := component.Functions(ctx, file, nil)
 			if err != nil {
-				return printErrors(a, err)
+				errs = append(errs, err)
+				continue
 			}
 			for _, fn := range fns {
 				names = append(names, file+":"+fn)
@@ -71,11 +74,29 @@ func listComponents(ctx context.Context, a *app, dir string) error {
 	for _, name := range names {
 		c, err := component.Load(ctx, name, nil)
 		if err != nil {
-			return printErrors(a, err)
+			errs = append(errs, err)
+			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", name, c.Summary)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return printErrors(a, &multiError{errs})
+	}
+	return nil
+}
+
+// multiError holds several errors that printErrors prints one after another.
+type multiError struct{ errs []error }
+
+func (e *multiError) Error() string {
+	msgs := make([]string, len(e.errs))
+	for i, err := range e.errs {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "\n")
 }
 
 // parseTrailingFlags parses the flags of "starpod run" that follow an app spec: run's flags
