@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -249,6 +250,53 @@ func TestQuote(t *testing.T) {
 	} {
 		if got := component.Quote(in); got != want {
 			t.Errorf("Quote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestDeterministicAndConcurrent calls one loaded component from several goroutines: every
+// call gives the same app, as a fresh load does.
+func TestDeterministicAndConcurrent(t *testing.T) {
+	argv := []string{"-j", "2:4x8", "--script", "train.py", "-h", "aws_p4d.24xlarge", "--env", "B=1,A=2", "--debug", "--", "--lr", "0.1"}
+	want, err := run(t, "dist.ddp", argv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := component.Load(ctx, "dist.ddp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			for range 5 {
+				a, err := c.ParseArgs(argv, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				app, err := c.App(ctx, a)
+				if err != nil {
+					errs <- err
+					return
+				}
+				got, err := yaml.Marshal(app)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if diff := cmp.Diff(string(want), string(got)); diff != "" {
+					errs <- fmt.Errorf("(-first +concurrent):\n%s", diff)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 }

@@ -148,7 +148,8 @@ func componentApp(ctx context.Context, a *app, f *runFlags, project *component.C
 		return nil, true, c.WriteHelp(a.stdout, "starpod run")
 	}
 	if err != nil {
-		return nil, false, &usageError{err}
+		// The component's flags are in its own help, not in run's.
+		return nil, false, usagef("%v\nRun 'starpod run %s --help' for the component's flags.", err, name)
 	}
 	app, err := c.App(ctx, cargs)
 	return app, false, err
