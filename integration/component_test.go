@@ -83,8 +83,8 @@ func TestRunComponentProjectConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := job.Spec.Tasks[0].Template.Spec.Containers[0]
-	if job.Spec.Queue != "research" || c.Image != "alpine:3" || strings.Join(c.Command, " ") != "/bin/echo from the config" {
-		t.Errorf("job: queue %q, image %q, command %q; want research, alpine:3 (the command line's), /bin/echo from the config",
+	if job.Spec.Queue != "research" || c.Image != "alpine:3" || strings.Join(c.Command, " ") != "echo from the config" {
+		t.Errorf("job: queue %q, image %q, command %q; want research, alpine:3 (the command line's), echo from the config",
 			job.Spec.Queue, c.Image, c.Command)
 	}
 }
