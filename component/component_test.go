@@ -303,3 +303,44 @@ func TestDeterministicAndConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestDDPParseJ translates TorchX's dist_test: -j 1, 1x2 and 1:2x3 give 1, 1 and 2 replicas,
+// and only the elastic one has MIN:MAX nodes; mounts given as separate options make one mount.
+// (-j 0:1xN, which TorchX accepts, is refused here: the scheduler wants min_replicas >= 1.)
+func TestDDPParseJ(t *testing.T) {
+	ctx := context.Background()
+	c, err := component.Load(ctx, "dist.ddp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		j        string
+		replicas int
+		min      int
+		nnodes   string
+	}{{"1", 1, 1, "--nnodes 1 "}, {"1x2", 1, 1, "--nnodes 1 "}, {"1:2x3", 2, 1, "--nnodes 1:2 "}} {
+		a, err := c.ParseArgs([]string{"--script", "foo.py", "-j", tc.j}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		app, err := c.App(ctx, a)
+		if err != nil {
+			t.Fatalf("-j %s: %v", tc.j, err)
+		}
+		r := app.Roles[0]
+		if r.Replicas() != tc.replicas || *r.MinReplicas != tc.min || !strings.Contains(r.Args[1], tc.nnodes) {
+			t.Errorf("-j %s: got %d replicas, min %d, %q; want %d, %d, %q", tc.j, r.Replicas(), *r.MinReplicas, r.Args[1], tc.replicas, tc.min, tc.nnodes)
+		}
+	}
+	a, err := c.ParseArgs([]string{"--script", "foo.py", "--mounts", "type=bind", "--mounts", "src=/dst", "--mounts", "dst=/dst", "--mounts", "readonly"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := c.App(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := app.Roles[0].Mounts; len(m) != 1 || m[0].Type != scheduler.MountBind || !m[0].ReadOnly || m[0].Src != "/dst" {
+		t.Errorf("got mounts %+v, want one read-only bind mount of /dst", m)
+	}
+}
