@@ -344,3 +344,43 @@ func TestDDPParseJ(t *testing.T) {
 		t.Errorf("got mounts %+v, want one read-only bind mount of /dst", m)
 	}
 }
+
+// TestStructuredName translates TorchX's structured_arg_test: --name EXPERIMENT/RUN, with the
+// run name from the script's stem or the module's last part when it is left out.
+func TestStructuredName(t *testing.T) {
+	ctx := context.Background()
+	c, err := component.Load(ctx, "dist.ddp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args            []string
+		experiment, run string
+	}{
+		{[]string{"--name", "foo/bar", "--script", "bar/baz.py"}, "foo", "bar"},
+		{[]string{"--name", "foo/", "--script", "bar/baz.py"}, "foo", "baz"},
+		{[]string{"--name", "/bar", "--script", "bar/baz.py"}, "default-experiment", "bar"},
+		{[]string{"--name", "foobar", "-m", "foo.bar"}, "default-experiment", "foobar"},
+		{[]string{"--name", "foo/bar", "-m", "foo.bar.baz"}, "foo", "bar"},
+		{[]string{"--name", "foo/", "-m", "foo.bar.baz"}, "foo", "baz"},
+		{[]string{"--name", "/bar", "-m", "foo.bar.baz"}, "default-experiment", "bar"},
+		{[]string{"--name", "/", "--script", "a/b.tar.py"}, "default-experiment", "b.tar"},
+	} {
+		a, err := c.ParseArgs(tc.args, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		app, err := c.App(ctx, a)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		env := map[string]string{}
+		for _, e := range app.Roles[0].Env {
+			env[e.Name] = e.Value
+		}
+		if env["TORCHX_TRACKING_EXPERIMENT_NAME"] != tc.experiment || env["TORCHX_TRACKING_RUN_NAME"] != tc.run || app.Name != tc.run {
+			t.Errorf("%v: got experiment %q, run %q, app %q; want %q, %q", tc.args,
+				env["TORCHX_TRACKING_EXPERIMENT_NAME"], env["TORCHX_TRACKING_RUN_NAME"], app.Name, tc.experiment, tc.run)
+		}
+	}
+}
