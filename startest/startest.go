@@ -1,7 +1,7 @@
 // Package startest runs tests of overlays written in Starlark: the files named *_test.star,
 // whose functions named test_* check what overlays do to pods.
 //
-// A test file sees the overlay helpers of package builtins and three more names:
+// A test file sees the overlay helpers of package builtins and four more names:
 //
 //	assert                          checks: assert.eq(got, want, msg=None), assert.ne(a, b, msg=None),
 //	                                assert.true(cond, msg=None), assert.contains(container, item, msg=None),
@@ -10,6 +10,9 @@
 //	                                the test file); ctx is a dict, or a struct such as the ctx an overlay
 //	                                receives, of app_id, role, replica_id, num_replicas, scheduler and args
 //	pod_from_yaml(text)             the pod a YAML or JSON text describes, checked strictly
+//	component(name, *argv)          the app (a dict in the shape of an app spec) that the component
+//	                                name (dist.ddp, or FILE.star:FUNCTION relative to the test file)
+//	                                returns for the command line flags argv, checked strictly
 //
 // Without a ctx, or outside a scheduler, the overlay's ctx.replica_id and ctx.num_replicas are
 // None; a ctx that gives either without a scheduler is a pod of "starpod run", whose scheduler
@@ -325,6 +328,7 @@ func (r *runner) predeclared() starlark.StringDict {
 	predeclared["assert"] = r.assertModule()
 	predeclared["apply"] = starlark.NewBuiltin("apply", r.apply)
 	predeclared["pod_from_yaml"] = starlark.NewBuiltin("pod_from_yaml", podFromYAML)
+	predeclared["component"] = starlark.NewBuiltin("component", r.componentApp)
 	return predeclared
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/starpod/starpod/cluster"
+	"github.com/starpod/starpod/component"
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/scheduler"
 )
@@ -35,7 +36,7 @@ type runFlags struct {
 func newRunCmd(a *app) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
-		Use:   "run [-s kubernetes] [--cfg KEY=VALUE,...] [--overlay-script FILE]... [--dry-run] APP.yaml",
+		Use:   "run [-s kubernetes] [--cfg KEY=VALUE,...] [--overlay-script FILE]... [--dry-run] (APP.yaml | COMPONENT [COMPONENT FLAGS] [-- ARGS...])",
 		Short: "Run an app of roles as a Volcano Job",
 		Long: `Run loads the app spec APP.yaml, builds one pod per replica of each role, applies the
 app's overlays, then each role's, then the --overlay-script files, sets starpod's
@@ -54,18 +55,61 @@ is printed or submitted: those of the spec, the app id and every overlay togethe
 when the spec and the overlays are fine, those of every replica.
 The --cfg keys are listed by "starpod runopts kubernetes".
 
-The job's namespace is -n/--namespace, else --cfg namespace=, else the kubeconfig
-context's, else default: when both are given, -n wins, as kubectl's -n wins over the
-context's namespace.`,
+COMPONENT is a builtin component (dist.ddp, dist.spmd, utils.python, ...; see "starpod
+components") or FILE.star:FUNCTION, a Starlark function that returns the app: the flags after
+it are the function's parameters, and "starpod run COMPONENT --help" describes them. Flags of
+run itself go before COMPONENT. The app it returns is decoded, checked and built as an
+APP.yaml is.
+
+A project config, .starpod.yaml in the working directory or the file $STARPOD_CONFIG names,
+gives default run options (run_options.kubernetes), default component arguments
+(components.NAME), named resources for -h (named_resources) and overlays applied before the
+--overlay-script files (overlays). The command line wins over the file, and the file over
+the builtin defaults; "starpod runopts" shows where each value comes from.
+
+The job's namespace is -n/--namespace, else --cfg namespace=, else the project config's,
+else the kubeconfig context's, else default: when both are given, -n wins, as kubectl's -n
+wins over the context's namespace.`,
 		Example: `  starpod run --dry-run --app-id demo examples/llama-ft/app.yaml
+  starpod run --dry-run dist.ddp -j 2:4x8 --script train.py -- --lr 0.1
+  starpod run --dry-run lib/trainers.star:trainer --nodes 4
+  starpod run dist.ddp --help
   starpod run -n ml --wait app.yaml
   starpod run --cfg queue=gpu,namespace=ml --overlay-script spot.star --overlay-arg zone=b app.yaml`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		// One APP.yaml or COMPONENT; what follows a component is its own.
+		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cobra.ExactArgs(1)(cmd, args)
+			}
+			return nil
+		}),
+		// The first argument completes to the builtin components as well as to files.
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveDefault
+			}
+			var out []cobra.Completion
+			for _, name := range component.BuiltinNames() {
+				if strings.HasPrefix(name, toComplete) {
+					out = append(out, name)
+				}
+			}
+			return out, cobra.ShellCompDirectiveDefault
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRun(cmd.Context(), a, f, args[0])
+			if !component.IsComponent(args[0]) {
+				// An app spec: the flags may follow it, as before components.
+				rest, err := parseTrailingFlags(cmd, args[1:])
+				if err != nil || rest {
+					return err
+				}
+			}
+			return runRun(cmd.Context(), a, f, args[0], args[1:])
 		},
 	}
 	fs := cmd.Flags()
+	// The flags after a component are the component's: run's own flags go before it.
+	fs.SetInterspersed(false)
 	f.register(fs, true)
 	fs.StringVarP(&f.scheduler, "scheduler", "s", "kubernetes", "`SCHEDULER` to run on (only kubernetes)")
 	fs.StringArrayVar(&f.cfg, "cfg", nil, "run options `KEY=VALUE,...` (repeatable; see starpod runopts kubernetes)")
@@ -80,7 +124,7 @@ context's namespace.`,
 	return cmd
 }
 
-func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
+func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs []string) error {
 	if f.scheduler != scheduler.SchedulerKubernetes {
 		return usagef("--scheduler: got %q, want kubernetes", f.scheduler)
 	}
@@ -95,7 +139,16 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
 	if f.wait && f.dryRun != "none" {
 		return usagef("--wait: a dry run has nothing to wait for")
 	}
-	cfg, err := scheduler.ParseConfig(f.cfg)
+	// The project config's run options come first, so that --cfg wins over them.
+	project, err := component.LoadConfig()
+	if err != nil {
+		return printErrors(a, err)
+	}
+	fileSettings := project.Settings(f.scheduler)
+	if _, err := scheduler.ParseConfig(fileSettings); err != nil {
+		return printErrors(a, &component.ConfigError{File: project.File, Err: fmt.Errorf("run_options: %v", err)})
+	}
+	cfg, err := scheduler.ParseConfig(append(fileSettings, f.cfg...))
 	if err != nil {
 		return usagef("--cfg: %v", err)
 	}
@@ -106,7 +159,7 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
 			return err
 		}
 		cfg.Namespace = f.namespace
-	case !cfgSets(f.cfg, "namespace"):
+	case !cfgSets(f.cfg, "namespace") && !cfgSets(fileSettings, "namespace"):
 		// As kubectl does: the namespace of the kubeconfig context, else default. Only local
 		// files are read, so a dry run shows what a real run would create.
 		cfg.Namespace = cluster.ContextNamespace(f.kubeconfig, f.context)
@@ -137,7 +190,17 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
 			debug.SetMemoryLimit(runHeapLimit)
 		}
 	}
-	app, err := scheduler.LoadApp(spec)
+	var app *scheduler.App
+	if component.IsComponent(spec) {
+		var done bool
+		app, done, err = componentApp(ctx, a, f, project, eopts, spec, componentArgs)
+		var usage *usageError
+		if done || errors.As(err, &usage) {
+			return err
+		}
+	} else {
+		app, err = scheduler.LoadApp(spec)
+	}
 	if app == nil {
 		return printErrors(a, err)
 	}
@@ -145,7 +208,7 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
 	// together with those of the overlays and the app id, and build nothing.
 	bopts := scheduler.BuildOptions{
 		AppID:       f.appID,
-		Overlays:    f.scripts,
+		Overlays:    append(project.OverlayPaths(), f.scripts...),
 		OverlayArgs: args,
 		Engine:      *eopts,
 		OverlayRoot: f.root,

@@ -1,0 +1,156 @@
+package main
+
+// This file defines "starpod components", and how "starpod run" calls a component.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/starpod/starpod/component"
+	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/scheduler"
+)
+
+func init() { commands = append(commands, newComponentsCmd) }
+
+func newComponentsCmd(a *app) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "components [--dir DIR]",
+		Short: "List the builtin components, or those of a directory, with their summaries",
+		Long: `Components lists the builtin components that "starpod run COMPONENT" runs, each with the
+first line of its docstring. With --dir it lists instead the public functions of the *.star
+files of DIR (not of its subdirectories, and not of *_test.star files) as FILE.star:FUNCTION.
+"starpod run COMPONENT --help" shows a component's flags.`,
+		Example: `  starpod components
+  starpod components --dir examples/components`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return listComponents(cmd.Context(), a, dir)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "", "list the components of the *.star files of `DIR`")
+	return cmd
+}
+
+func listComponents(ctx context.Context, a *app, dir string) error {
+	var names []string
+	var errs []error
+	if dir == "" {
+		names = component.BuiltinNames()
+	} else {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return usagef("--dir: got %q, want a directory", dir)
+		}
+		files, err := filepath.Glob(filepath.Join(dir, "*.star"))
+		if err != nil {
+			return usagef("--dir: %v", err)
+		}
+		sort.Strings(files)
+		for _, file := range files {
+			if strings.HasSuffix(file, "_test.star") {
+				continue
+			}
+			// A file that does not load is reported, and the others are still listed.
+			fns, err := component.Functions(ctx, file, nil)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for _, fn := range fns {
+				names = append(names, file+":"+fn)
+			}
+		}
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	for _, name := range names {
+		c, err := component.Load(ctx, name, nil)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", name, c.Summary)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return printErrors(a, &multiError{errs})
+	}
+	return nil
+}
+
+// multiError holds several errors that printErrors prints one after another.
+type multiError struct{ errs []error }
+
+func (e *multiError) Error() string {
+	msgs := make([]string, len(e.errs))
+	for i, err := range e.errs {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// parseTrailingFlags parses the flags of "starpod run" that follow an app spec: run's flags
+// stop at the first argument that is not one, so that the flags after a component are the
+// component's. It reports whether it has handled the command (printed the help).
+func parseTrailingFlags(cmd *cobra.Command, args []string) (bool, error) {
+	if len(args) == 0 {
+		return false, nil
+	}
+	fs := cmd.Flags()
+	fs.SetInterspersed(true)
+	if err := fs.Parse(args); err != nil {
+		return false, &usageError{err}
+	}
+	if help, _ := fs.GetBool("help"); help {
+		return true, cmd.Help()
+	}
+	if rest := fs.Args(); len(rest) > 0 {
+		return false, unexpectedArgs(cmd, rest, "")
+	}
+	return false, nil
+}
+
+// componentApp loads the component name, parses its arguments and calls it. With --help among
+// the arguments it prints the component's help and reports that the command is done. Bad
+// usage is a *usageError; other errors are returned for printErrors, with the app if there is
+// one (whose problems Build reports).
+func componentApp(ctx context.Context, a *app, f *runFlags, project *component.Config, eopts *engine.Options, name string, args []string) (*scheduler.App, bool, error) {
+	root := f.root
+	if root != "" {
+		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+			return nil, false, usagef("--overlay-root: got %q, want a directory", root)
+		}
+	}
+	c, err := component.Load(ctx, name, &component.LoadOptions{
+		Engine:    engine.Options{MaxSteps: eopts.MaxSteps, Timeout: eopts.Timeout, Print: eopts.Print},
+		Root:      root,
+		Resources: project.NamedResources,
+	})
+	var nf *component.NotFoundError
+	if errors.As(err, &nf) {
+		return nil, false, &usageError{err}
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	cargs, err := c.ParseArgs(args, project.ComponentArgs(name))
+	if errors.Is(err, component.ErrHelp) {
+		return nil, true, c.WriteHelp(a.stdout, "starpod run")
+	}
+	if err != nil {
+		// The component's flags are in its own help, not in run's.
+		return nil, false, usagef("%v\nRun 'starpod run %s --help' for the component's flags.", err, name)
+	}
+	app, err := c.App(ctx, cargs)
+	return app, false, err
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// TestREADMEComponents checks that the torchrun command the README's components section shows
+// is the one the dry run it describes gives replica 0.
+func TestREADMEComponents(t *testing.T) {
+	t.Chdir("../..")
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cmdLine = "go run ./cmd/starpod run --dry-run dist.ddp -j 2:4x8 --script train.py -- --lr 0.1"
+	const start = "on replica 0 it reads\n\n```\n"
+	i := bytes.Index(data, []byte(start))
+	if i < 0 || !bytes.Contains(data, []byte(cmdLine)) {
+		t.Fatal("README.md has no components section with the dist.ddp launch")
+	}
+	block := string(data[i+len(start):])
+	block = block[:strings.Index(block, "```")]
+	want := strings.ReplaceAll(strings.Join(strings.Fields(block), " "), "<app id>", "demo")
+
+	args := append([]string{"run", "--app-id", "demo"}, strings.Fields(cmdLine)[4:]...)
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
+	}
+	var job struct {
+		Spec struct {
+			Tasks []struct {
+				Template struct {
+					Spec struct {
+						Containers []struct {
+							Command []string `json:"command"`
+						} `json:"containers"`
+					} `json:"spec"`
+				} `json:"template"`
+			} `json:"tasks"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(stdout.Bytes(), &job); err != nil {
+		t.Fatal(err)
+	}
+	if len(job.Spec.Tasks) != 4 {
+		t.Fatalf("got %d tasks, want 4", len(job.Spec.Tasks))
+	}
+	got := job.Spec.Tasks[0].Template.Spec.Containers[0].Command
+	if len(got) != 3 || got[0] != "bash" || got[1] != "-c" || got[2] != want {
+		t.Errorf("replica 0 runs %q\nREADME shows bash -c %q", got, want)
+	}
+}

@@ -1,0 +1,59 @@
+// Package component runs components: Starlark functions that return an app, the way TorchX's
+// components (dist.ddp, utils.python, a user's my_component.py:trainer) return an AppDef.
+//
+// A component is named either by a builtin name, such as "dist.ddp" (the function ddp of the
+// embedded file builtin/dist.star), or by "path/to/file.star:function". To find one, use
+// [Load]; it runs the file's top level in the engine's sandbox (no I/O, deterministic, bounded
+// in steps and time; load() confined to the file's directory, or the root the caller gives) and
+// returns a [*Component] that describes the function's parameters and help. To turn command
+// line arguments into a call, use [Component.ParseArgs], which gives a [*UsageError] for
+// unknown flags and bad values; to call the function and get the app, use [Component.App],
+// which converts the result, dicts and lists in the shape of an app spec, and decodes it
+// strictly with scheduler.ParseApp, exactly as an APP.yaml file is decoded.
+//
+// # Flags from the signature
+//
+// Each parameter of the function is a flag: one-letter names take one dash (-j, -m, -h), longer
+// names two (--script, --max_retries; --max-retries is accepted too). Its type is that of its
+// default: int, float, bool (a switch; --debug=false turns it off), string, list (repeatable,
+// or comma-separated: --mounts type=bind,src=/a,dst=/b) and dict (K=V,K=V, repeatable). A
+// parameter whose default is None, or that has no default, is a string unless its entry in the
+// docstring's Args: section names a type, as in Google-style docstrings: "x1 (float): ...". A
+// parameter without a default is required. *args takes the arguments after "--" and any
+// argument that is not a flag. The help of "COMPONENT --help" is the docstring's summary,
+// its description, and each parameter's text from the Args: section.
+//
+// # What components see
+//
+// Components see the overlay helpers of package builtins and:
+//
+//	named_resources             a dict of the named resources (-h NAME): each a dict of cpu, gpu,
+//	                            mem_mb, devices and capabilities, in the shape of an app's resource
+//	named_resource(name)        named_resources[name], or an error with a did-you-mean
+//	macros                      a struct of the app spec's macros: macros.app_id is "${app_id}",
+//	                            and replica_id, num_replicas and rank0_env likewise
+//	shlex.quote(s)              s quoted for a POSIX shell, as Python's shlex.quote
+//	shlex.join(args)            the args quoted and joined with spaces, as Python's shlex.join
+//
+// The named resources are TorchX's generic ones (gpu.small, cpu.micro, ...) and its AWS
+// instance table (aws_p4d.24xlarge, ...; see [NamedResources]), with the user's own added from
+// the project config.
+//
+// # Project config
+//
+// A project config, .starpod.yaml in the working directory or the file $STARPOD_CONFIG names,
+// holds default run options per scheduler, default component arguments, named resources and
+// default overlays (see [Config] and [LoadConfig]). Values on the command line win over the
+// file, and the file over the builtin defaults.
+//
+// # Differences from TorchX, on purpose
+//
+// dist.ddp's rendezvous endpoint is "${rank0_env}:PORT": starpod's ${rank0_env} is a $(NAME)
+// reference to the rank-0 host that the kubelet expands in args (STARPOD_RANK0_HOST, set to
+// localhost, on replica 0), where TorchX writes the shell expansion
+// ${TORCHX_RANK0_HOST:=localhost}:PORT for bash to expand. LOGLEVEL defaults to WARNING
+// whatever the submitting shell's LOGLEVEL is, so that the same command line always gives the
+// same job; set it with --env LOGLEVEL=INFO. Role names are made DNS labels (lower case, '_'
+// and '.' become '-'), since starpod refuses role names Kubernetes would not accept instead of
+// rewriting them in the scheduler.
+package component
