@@ -341,7 +341,7 @@ func isDigits(text []byte) bool {
 }
 
 // quotedScalar parses a quoted scalar of one line at the start of text, without escapes: a
-// double-quoted one with no backslash, or a single-quoted one, whose "”" is a quote.
+// double-quoted one with no backslash, or a single-quoted one, in which two single quotes stand for one.
 func quotedScalar(text []byte) (s string, after []byte, ok bool) {
 	q := text[0]
 	if q == '"' {
