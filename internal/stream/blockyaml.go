@@ -32,7 +32,7 @@ import (
 // of what it makes as the sizer does and declines past limit, where the library's path
 // reports the error.
 func parseBlockYAML(doc []byte, limit int64) (any, bool) {
-	p := blockParser{text: doc, left: limit}
+	p := blockParser{doc: doc, text: doc, left: limit}
 	if !p.next() || p.eof || p.indent != 0 || isSeqEntry(p.content) {
 		return nil, false
 	}
@@ -46,6 +46,8 @@ func parseBlockYAML(doc []byte, limit int64) (any, bool) {
 // A blockParser reads a document line by line; the current line is the first of the rest
 // that is not blank or a comment.
 type blockParser struct {
+	doc     []byte // the document
+	all     string // the document as a string, made on first use, which keys and values share
 	text    []byte // the lines after the current one
 	indent  int    // the current line's indentation, or the column of its content after a "- "
 	content []byte // the current line from its indentation, without its end
@@ -82,6 +84,19 @@ func (p *blockParser) next() bool {
 	return true
 }
 
+// str returns b as a string: a part of p.all if b is a part of p.doc, so that the strings
+// of a document take one allocation.
+func (p *blockParser) str(b []byte) string {
+	i := cap(p.doc) - cap(b)
+	if len(b) == 0 || i < 0 || i+len(b) > len(p.doc) || &p.doc[i] != &b[0] {
+		return string(b)
+	}
+	if p.all == "" {
+		p.all = string(p.doc)
+	}
+	return p.all[i : i+len(b)]
+}
+
 // count counts n bytes of size.
 func (p *blockParser) count(n int) { p.left -= int64(n) }
 
@@ -104,7 +119,7 @@ func (p *blockParser) mapping(indent int) (any, bool) {
 	m := make(map[string]any)
 	p.count(1)
 	for !p.eof && p.indent == indent {
-		key, rest, ok := splitKey(p.content)
+		key, rest, ok := p.splitKey(p.content)
 		if !ok {
 			return nil, false
 		}
@@ -172,7 +187,7 @@ func (p *blockParser) sequence(indent int) (any, bool) {
 		case isSeqEntry(rest):
 			return nil, false // a sequence in a sequence
 		default:
-			if _, _, isKey := splitKey(rest); isKey {
+			if _, _, isKey := p.splitKey(rest); isKey {
 				// A mapping that starts on the line of the dash, at the column of its key.
 				p.indent, p.content = indent+1+n, rest
 				v, ok = p.mapping(p.indent)
@@ -195,7 +210,7 @@ func (p *blockParser) sequence(indent int) (any, bool) {
 
 // splitKey splits a line's content into a plain key that resolves to a string and the value
 // after it, without a comment; ok is false if content is not such a key and value.
-func splitKey(content []byte) (key string, rest []byte, ok bool) {
+func (p *blockParser) splitKey(content []byte) (key string, rest []byte, ok bool) {
 	i := 0
 	for ; i < len(content); i++ {
 		c := content[i]
@@ -207,11 +222,11 @@ func splitKey(content []byte) (key string, rest []byte, ok bool) {
 		return "", nil, false
 	}
 	k := content[:i]
-	if s, isString := plainString(k); !isString || s == nil {
+	if s, isString := plainString(k); !isString || !s {
 		return "", nil, false // a bool, null, number or anything else a string might not be
 	}
 	rest = trimComment(content[i+1:])
-	return string(k), rest, true
+	return p.str(k), rest, true
 }
 
 // trimComment returns text without its leading and trailing spaces and a comment (" #"
@@ -227,7 +242,7 @@ func trimComment(text []byte) []byte {
 func (p *blockParser) scalar(rest []byte) (any, bool) {
 	switch rest[0] {
 	case '"', '\'':
-		s, after, ok := quotedScalar(rest)
+		s, after, ok := p.quotedScalar(rest)
 		if !ok || len(trimComment(after)) > 0 || len(after) > 0 && after[0] != ' ' {
 			return nil, false
 		}
@@ -254,11 +269,11 @@ func (p *blockParser) scalar(rest []byte) (any, bool) {
 // size; ok is false if the parser leaves its resolution to the library.
 func (p *blockParser) resolve(plain []byte) (any, bool) {
 	if s, isString := plainString(plain); isString {
-		if s == nil {
+		if !s {
 			return nil, false
 		}
 		p.count(1 + len(plain))
-		return *s, true
+		return p.str(plain), true
 	}
 	switch string(plain) {
 	case "true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y":
@@ -279,9 +294,9 @@ func (p *blockParser) resolve(plain []byte) (any, bool) {
 }
 
 // plainString reports whether the plain scalar text, of printable ASCII, resolves to a
-// string in YAML 1.1 as go.yaml.in/yaml/v2 resolves it, and returns the string then, or a
-// nil *string if that is not certain. It reports false for bools, nulls and numbers.
-func plainString(text []byte) (*string, bool) {
+// string in YAML 1.1 as go.yaml.in/yaml/v2 resolves it, and then whether that is certain.
+// It reports false for bools, nulls and numbers.
+func plainString(text []byte) (certain, isString bool) {
 	c := text[0]
 	switch {
 	case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
@@ -289,30 +304,28 @@ func plainString(text []byte) (*string, bool) {
 		case "true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y",
 			"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N",
 			"null", "Null", "NULL":
-			return nil, false
+			return false, false
 		}
 	case c == '/' || c == '_':
 	case c == '+' || c == '-' || c == '.' || '0' <= c && c <= '9':
 		// The library tries a timestamp (four digits and "-"), an integer of any base, a
 		// float and binary: a text with a character none of those take is a string.
 		if isDecimal(text) {
-			return nil, false
+			return false, false
 		}
 		if len(text) > 4 && text[4] == '-' && isDigits(text[:4]) {
-			return nil, true
+			return false, true
 		}
 		for _, c := range text {
 			if !numeric[c] {
-				s := string(text)
-				return &s, true
+				return true, true
 			}
 		}
-		return nil, true
+		return false, true
 	default:
-		return nil, true // an indicator, or a character the parser leaves to the library
+		return false, true // an indicator, or a character the parser leaves to the library
 	}
-	s := string(text)
-	return &s, true
+	return true, true
 }
 
 // numeric holds the characters of the texts go.yaml.in/yaml/v2 might read as a number:
@@ -342,14 +355,14 @@ func isDigits(text []byte) bool {
 
 // quotedScalar parses a quoted scalar of one line at the start of text, without escapes: a
 // double-quoted one with no backslash, or a single-quoted one, in which two single quotes stand for one.
-func quotedScalar(text []byte) (s string, after []byte, ok bool) {
+func (p *blockParser) quotedScalar(text []byte) (s string, after []byte, ok bool) {
 	q := text[0]
 	if q == '"' {
 		i := bytes.IndexByte(text[1:], '"')
 		if i < 0 || bytes.IndexByte(text[1:1+i], '\\') >= 0 {
 			return "", nil, false
 		}
-		return string(text[1 : 1+i]), text[2+i:], true
+		return p.str(text[1 : 1+i]), text[2+i:], true
 	}
 	var b []byte
 	for i := 1; i < len(text); i++ {
@@ -362,6 +375,9 @@ func quotedScalar(text []byte) (s string, after []byte, ok bool) {
 			text[0] = '\''
 			i = 0
 			continue
+		}
+		if b == nil {
+			return p.str(text[1:i]), text[i+1:], true
 		}
 		return string(b) + string(text[1:i]), text[i+1:], true
 	}
@@ -380,7 +396,7 @@ func (p *blockParser) flowSequence(text []byte) (any, bool) {
 	for len(body) > 0 {
 		var v any
 		if body[0] == '"' || body[0] == '\'' {
-			str, after, ok := quotedScalar(body)
+			str, after, ok := p.quotedScalar(body)
 			if !ok {
 				return nil, false
 			}
