@@ -22,12 +22,12 @@ import (
 //     yes, no, on, off, y, n, true, false, null and their capitalised forms, which it reads as
 //     bools and null; nor anything that might be a number, timestamp or float but a decimal
 //     integer without a leading zero of at most 18 digits, which it reads as an int), quoted
-//     scalars of one line without escapes, "[]", "{}", and flow sequences of such scalars on
-//     one line;
+//     scalars of one line without escapes, and flow sequences and flow mappings of such
+//     scalars on one line;
 //   - comments on lines of their own and after values.
 //
-// No anchors, aliases, tags, block scalars, multi-line scalars, flow mappings, complex keys
-// or directives: those go to the library. Its output is the same data as the library's,
+// No anchors, aliases, tags, block scalars, multi-line scalars, nested flow collections,
+// complex keys or directives: those go to the library. Its output is the same data as the library's,
 // which FuzzBlockYAML checks against sigs.k8s.io/yaml on the fuzz corpora. It counts the size
 // of what it makes as the sizer does and declines past limit, where the library's path
 // reports the error.
@@ -251,11 +251,7 @@ func (p *blockParser) scalar(rest []byte) (any, bool) {
 	case '[':
 		return p.flowSequence(trimComment(rest))
 	case '{':
-		if !bytes.Equal(trimComment(rest), []byte("{}")) {
-			return nil, false
-		}
-		p.count(1)
-		return map[string]any{}, true
+		return p.flowMapping(trimComment(rest))
 	}
 	plain := trimComment(rest)
 	if len(plain) == 0 || isSeqEntry(plain) || bytes.Contains(plain, []byte(": ")) || plain[len(plain)-1] == ':' {
@@ -364,28 +360,27 @@ func (p *blockParser) quotedScalar(text []byte) (s string, after []byte, ok bool
 		}
 		return p.str(text[1 : 1+i]), text[2+i:], true
 	}
-	var b []byte
+	var b []byte // the text before the last "''", when there is one
+	from := 1
 	for i := 1; i < len(text); i++ {
 		if text[i] != '\'' {
 			continue
 		}
 		if i+1 < len(text) && text[i+1] == '\'' {
-			b = append(b, text[1:i+1]...)
-			text = append([]byte(nil), text[i+1:]...)
-			text[0] = '\''
-			i = 0
+			b = append(b, text[from:i+1]...)
+			i++
+			from = i + 1
 			continue
 		}
 		if b == nil {
 			return p.str(text[1:i]), text[i+1:], true
 		}
-		return string(b) + string(text[1:i]), text[i+1:], true
+		return string(append(b, text[from:i]...)), text[i+1:], true
 	}
 	return "", nil, false
 }
 
-// flowSequence parses a flow sequence of one line, text, of quoted scalars and plain scalars
-// without flow indicators, ":" or "#".
+// flowSequence parses a flow sequence of one line, text, of flow scalars (see flowScalar).
 func (p *blockParser) flowSequence(text []byte) (any, bool) {
 	if len(text) < 2 || text[len(text)-1] != ']' {
 		return nil, false
@@ -394,41 +389,89 @@ func (p *blockParser) flowSequence(text []byte) (any, bool) {
 	body := bytes.Trim(text[1:len(text)-1], " ")
 	s := []any{}
 	for len(body) > 0 {
-		var v any
-		if body[0] == '"' || body[0] == '\'' {
-			str, after, ok := p.quotedScalar(body)
-			if !ok {
-				return nil, false
-			}
-			v, body = str, bytes.TrimLeft(after, " ")
-			p.count(1 + len(str))
-		} else {
-			i := bytes.IndexByte(body, ',')
-			if i < 0 {
-				i = len(body)
-			}
-			item := bytes.TrimRight(body[:i], " ")
-			if len(item) == 0 || isSeqEntry(item) || bytes.ContainsAny(item, "[]{}:#\"'") {
-				return nil, false
-			}
-			var ok bool
-			if v, ok = p.resolve(item); !ok {
-				return nil, false
-			}
-			body = body[len(item):]
-			body = bytes.TrimLeft(body, " ")
-		}
-		s = append(s, v)
-		if len(body) == 0 {
-			break
-		}
-		if body[0] != ',' {
+		v, rest, ok := p.flowScalar(body)
+		if !ok {
 			return nil, false
 		}
-		body = bytes.TrimLeft(body[1:], " ")
-		if len(body) == 0 {
-			return nil, false // a trailing comma
+		s = append(s, v)
+		if body, ok = flowNext(rest); !ok {
+			return nil, false
 		}
 	}
 	return s, true
+}
+
+// flowMapping parses a flow mapping of one line, text, of plain keys that resolve to strings
+// (as splitKey takes them), each followed by ": " and a flow scalar (see flowScalar).
+func (p *blockParser) flowMapping(text []byte) (any, bool) {
+	if len(text) < 2 || text[len(text)-1] != '}' {
+		return nil, false
+	}
+	p.count(1)
+	body := bytes.Trim(text[1:len(text)-1], " ")
+	m := make(map[string]any)
+	for len(body) > 0 {
+		i := bytes.IndexByte(body, ':')
+		if i < 0 || i+1 == len(body) || body[i+1] != ' ' {
+			return nil, false
+		}
+		key, rest, ok := p.splitKey(body[:i+1])
+		if !ok || len(rest) > 0 {
+			return nil, false
+		}
+		if _, dup := m[key]; dup {
+			return nil, false
+		}
+		p.count(len(key))
+		v, rest, ok := p.flowScalar(bytes.TrimLeft(body[i+2:], " "))
+		if !ok {
+			return nil, false
+		}
+		m[key] = v
+		if body, ok = flowNext(rest); !ok {
+			return nil, false
+		}
+	}
+	return m, true
+}
+
+// flowNext returns the rest of a flow collection's body after an entry, rest, past the
+// comma that must follow the entry unless the body ends; it refuses a trailing comma.
+func flowNext(rest []byte) ([]byte, bool) {
+	rest = bytes.TrimLeft(rest, " ")
+	if len(rest) == 0 {
+		return nil, true
+	}
+	if rest[0] != ',' {
+		return nil, false
+	}
+	rest = bytes.TrimLeft(rest[1:], " ")
+	return rest, len(rest) > 0
+}
+
+// flowScalar parses the scalar at the start of body, the rest of a flow collection's body
+// without its brackets: a quoted scalar of one line without escapes, or a plain scalar up to
+// the next comma without flow indicators, quotes, ":" or "#". It returns the rest of body.
+func (p *blockParser) flowScalar(body []byte) (any, []byte, bool) {
+	if len(body) == 0 {
+		return nil, nil, false
+	}
+	if body[0] == '"' || body[0] == '\'' {
+		str, after, ok := p.quotedScalar(body)
+		if !ok {
+			return nil, nil, false
+		}
+		p.count(1 + len(str))
+		return str, after, true
+	}
+	i := bytes.IndexByte(body, ',')
+	if i < 0 {
+		i = len(body)
+	}
+	item := bytes.TrimRight(body[:i], " ")
+	if len(item) == 0 || isSeqEntry(item) || bytes.ContainsAny(item, "[]{}:#\"'") {
+		return nil, nil, false
+	}
+	v, ok := p.resolve(item)
+	return v, body[len(item):], ok
 }

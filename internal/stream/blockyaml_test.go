@@ -57,6 +57,10 @@ var blockCases = []string{
 	"a: x - y\nb: x ? y\nc: x | y\n",
 	"? a\n: b\n",
 	"a:\n  b:\n    c:\n      d: [1]\n  e: f\ng: h\n",
+	"a: {b: c, d: 1, e: \"x\", f: 'y', g: yes, h: null}\nb: {}\nc: { }\nd: {b: c} # x\n",
+	"a: {b: c, b: d}\nb: {b: }\nc: {b}\nd: {b: c,}\ne: {b:c}\nf: {yes: 1}\ng: {b: {c: d}}\nh: {b: [c]}\ni: {b: -1}\n",
+	"- {name: a, image: i, num_replicas: 1000, resource: {cpu: 1}}\n",
+	"a:\n- {name: a, image: i}\n- {b: 'it''s', c: \"a, b\"}\n",
 }
 
 // blockSeeds returns blockCases, untypedCases, the documents of the FuzzReader corpus and
@@ -120,7 +124,7 @@ func TestBlockYAMLSameAsJSON(t *testing.T) {
 		t.Errorf("parseBlockYAML declines the training pod")
 	}
 	checkBlockYAML(t, pod)
-	for _, doc := range []string{"a: b\n", "a: [x]\n", "a:\n- b\n"} {
+	for _, doc := range []string{"a: b\n", "a: [x]\n", "a:\n- b\n", "a: {b: c}\n"} {
 		if _, ok := parseBlockYAML([]byte(doc), math.MaxInt64); !ok {
 			t.Errorf("parseBlockYAML declines %q", doc)
 		}
