@@ -61,6 +61,7 @@ var blockCases = []string{
 	"a: {b: c, b: d}\nb: {b: }\nc: {b}\nd: {b: c,}\ne: {b:c}\nf: {yes: 1}\ng: {b: {c: d}}\nh: {b: [c]}\ni: {b: -1}\n",
 	"- {name: a, image: i, num_replicas: 1000, resource: {cpu: 1}}\n",
 	"a:\n- {name: a, image: i}\n- {b: 'it''s', c: \"a, b\"}\n",
+	"a: 'x''y'''''\nb: ''''\nc: '''\nd: 'x'''\n",
 }
 
 // blockSeeds returns blockCases, untypedCases, the documents of the FuzzReader corpus and
