@@ -84,3 +84,28 @@ func BenchmarkDecodePod(b *testing.B) {
 		}
 	}
 }
+
+// FuzzUntypedToStarlark checks that untypedToStarlark gives what FromGo gives for the
+// untyped data of any JSON text, and declines what FromGo refuses.
+func FuzzUntypedToStarlark(f *testing.F) {
+	for _, seed := range fuzzSeeds(f) {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		var x any
+		if dec.Decode(&x) != nil {
+			return
+		}
+		want, wantErr := FromGo(x)
+		var a arena
+		got, ok := untypedToStarlark(&a, x)
+		if ok != (wantErr == nil) {
+			t.Fatalf("untypedToStarlark ok %v, FromGo error %v", ok, wantErr)
+		}
+		if ok && want.String() != got.String() {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+	})
+}
