@@ -22,8 +22,14 @@
 # taken; default 3), SLOW_RUNS (runs of kubectl and ytt at sizes above 1000; default 1),
 # BENCHTIME (-test.benchtime; default 1s), COUNT (runs of the engine benchmarks, median
 # taken; default 5), KUBECTL_MAX_PODS (sizes above it run kubectl once, stopped after
-# KUBECTL_CAP times starpod's wall time, default 25: it needs many minutes there, and a stop
-# still proves the ratio; default no limit).
+# KUBECTL_CAP times starpod's wall time, default 30, the target: it needs many minutes there,
+# and a stop still proves the ratio; default no limit).
+#
+# The targets (issue 17): Apply ≤ 0.75× the JSON round trip with no more allocations; with
+# workers, ≥ 10× faster than ytt from 10,000 pods (3× below, where starting the processes
+# weighs), ≥ 30× faster than kubectl kustomize, a peak RSS ≤ 32 MiB for every process, the
+# wall time per pod ≤ 2× Apply's from 10,000 pods and ≤ 1.25× that of --isolation none;
+# the time per pod flat across SIZES; run --dry-run of 1,000 replicas ≤ 1.5× 1,000 applies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -34,7 +40,7 @@ SLOW_RUNS=${SLOW_RUNS:-1}
 BENCHTIME=${BENCHTIME:-1s}
 COUNT=${COUNT:-5}
 KUBECTL_MAX_PODS=${KUBECTL_MAX_PODS:-1000000}
-KUBECTL_CAP=${KUBECTL_CAP:-25}
+KUBECTL_CAP=${KUBECTL_CAP:-30}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -109,7 +115,7 @@ for name in ApplyWorker ApplyWorkerBatch ApplyEachWorker ApplyEachWorkerDistinct
 	}'
 done
 apply_allocs=$(median_bench Apply allocs/op)
-target "Apply ≤ 1.0× the JSON round trip" "$(awk -v a="$apply_ns" -v j="$json_ns" 'BEGIN { printf "%.2f×", a / j }')" "$(check 'v1 <= v2' "$apply_ns" "$json_ns")"
+target "Apply ≤ 0.75× the JSON round trip" "$(awk -v a="$apply_ns" -v j="$json_ns" 'BEGIN { printf "%.2f×", a / j }')" "$(check 'v1 <= 0.75 * v2' "$apply_ns" "$json_ns")"
 target "Apply allocations ≤ the JSON round trip's" "$apply_allocs vs $json_allocs" "$(check 'v1 <= v2' "$apply_allocs" "$json_allocs")"
 compile_ns=$(median_bench Compile ns/op)
 target "compile + init ≤ 200 µs" "$(awk -v c="$compile_ns" 'BEGIN { printf "%.1f µs", c / 1000 }')" "$(check 'v1 <= 200000' "$compile_ns")"
@@ -137,6 +143,7 @@ if [ -z "$ytt" ] && [ "${YTT_INSTALL:-0}" = 1 ]; then
 	if src=$(go mod download -json carvel.dev/ytt@v0.52.0 | awk -F'"' '$2 == "Dir" { print $4 }') &&
 		[ -n "$src" ] && GOFLAGS=-mod=mod go build -C "$src" -o "$tmp/bin/ytt" ./cmd/ytt >&2; then
 		ytt=$tmp/bin/ytt
+		ytt_version="v0.52.0 (carvel.dev/ytt@v0.52.0, built by this script)"
 	fi
 fi
 kubectl=$(command -v kubectl || true)
@@ -278,6 +285,12 @@ EOF
 		printf "| %d | starpod apply --isolation none | %.2f | %.1f | %.1f | |\n", n, t, m / 1024, m / 1024 }'
 	target "peak RSS ≤ 32 MiB, $n pods, in process" "$(awk -v m="$i_m" 'BEGIN { printf "%.1f MiB", m / 1024 }')" "$(check 'v1 <= 32 * 1024' "$i_m")"
 	target "peak RSS ≤ 32 MiB, $n pods, with workers: largest process (all processes: $(awk -v a="$s_all" 'BEGIN { printf "%.1f", a / 1024 }') MiB)" "$(awk -v m="$s_m" 'BEGIN { printf "%.1f MiB", m / 1024 }')" "$(check 'v1 <= 32 * 1024' "$s_m")"
+	target "workers ≤ 1.25× --isolation none, $n pods" "$(awk -v s="$s_t" -v i="$i_t" 'BEGIN { printf "%.2f×", s / i }')" "$(check 'v1 <= 1.25 * v2' "$s_t" "$i_t")"
+	if [ "$n" -ge 10000 ]; then
+		target "wall time per pod ≤ 2× Apply, $n pods, with workers" \
+			"$(awk -v t="$s_t" -v n="$n" -v a="$apply_ns" 'BEGIN { printf "%.2f× (%.1f µs)", (t / n * 1e9) / a, t / n * 1e6 }')" \
+			"$(check '(v1 / v2 * 1e9) <= 2 * v3' "$s_t" "$n" "$apply_ns")"
+	fi
 	if [ -z "${first_n:-}" ]; then
 		first_n=$n first_t=$s_t
 	else
@@ -289,7 +302,7 @@ EOF
 		read -r k_t k_m < <(measure "$slow" "$kubectl" kustomize "$dir")
 		awk -v n="$n" -v t="$k_t" -v m="$k_m" -v st="$s_t" 'BEGIN {
 			printf "| %d | kubectl kustomize | %.2f | %.1f | %.1f | %.1f× |\n", n, t, m / 1024, m / 1024, t / st }'
-		target "≥ 10× faster than kubectl kustomize, $n pods" "$(awk -v k="$k_t" -v s="$s_t" 'BEGIN { printf "%.1f×", k / s }')" "$(check 'v1 >= 10 * v2' "$k_t" "$s_t")"
+		target "≥ 30× faster than kubectl kustomize, $n pods" "$(awk -v k="$k_t" -v s="$s_t" 'BEGIN { printf "%.1f×", k / s }')" "$(check 'v1 >= 30 * v2' "$k_t" "$s_t")"
 	elif [ -n "$kubectl" ]; then
 		# One run, stopped at KUBECTL_CAP times starpod's time: if it is stopped, starpod is
 		# faster by more than that.
@@ -300,17 +313,19 @@ EOF
 			end=$(date +%s%N)
 			k_t=$(awk -v d="$((end - start))" 'BEGIN { printf "%.6f", d / 1e9 }')
 			awk -v n="$n" -v t="$k_t" -v st="$s_t" 'BEGIN { printf "| %d | kubectl kustomize | %.2f | | | %.1f× |\n", n, t, t / st }'
-			target "≥ 10× faster than kubectl kustomize, $n pods" "$(awk -v k="$k_t" -v s="$s_t" 'BEGIN { printf "%.1f×", k / s }')" "$(check 'v1 >= 10 * v2' "$k_t" "$s_t")"
+			target "≥ 30× faster than kubectl kustomize, $n pods" "$(awk -v k="$k_t" -v s="$s_t" 'BEGIN { printf "%.1f×", k / s }')" "$(check 'v1 >= 30 * v2' "$k_t" "$s_t")"
 		else
 			awk -v n="$n" -v c="$cap" -v r="$KUBECTL_CAP" 'BEGIN { printf "| %d | kubectl kustomize | stopped at %d | | | > %d× |\n", n, c, r }'
-			target "≥ 10× faster than kubectl kustomize, $n pods" "> ${KUBECTL_CAP}× (stopped at ${cap} s)" "$(check 'v1 >= 10' "$KUBECTL_CAP")"
+			target "≥ 30× faster than kubectl kustomize, $n pods" "> ${KUBECTL_CAP}× (stopped at ${cap} s)" "$(check 'v1 >= 30' "$KUBECTL_CAP")"
 		fi
 	fi
 	if [ -n "$ytt" ]; then
 		read -r y_t y_m < <(measure "$slow" "$ytt" -f "$dir/pods.yaml" -f "$tmp/ytt-overlay.yaml")
 		awk -v n="$n" -v t="$y_t" -v m="$y_m" -v st="$s_t" 'BEGIN {
 			printf "| %d | ytt | %.2f | %.1f | %.1f | %.1f× |\n", n, t, m / 1024, m / 1024, t / st }'
-		target "≥ 3× faster than ytt, $n pods" "$(awk -v y="$y_t" -v s="$s_t" 'BEGIN { printf "%.1f×", y / s }')" "$(check 'v1 >= 3 * v2' "$y_t" "$s_t")"
+		want=3
+		if [ "$n" -ge 10000 ]; then want=10; fi
+		target "≥ ${want}× faster than ytt, $n pods" "$(awk -v y="$y_t" -v s="$s_t" 'BEGIN { printf "%.1f×", y / s }')" "$(check "v1 >= $want * v2" "$y_t" "$s_t")"
 	fi
 done
 
@@ -322,7 +337,7 @@ if read -r r_t r_m < <(measure $((RUNS * 5)) "$tmp/starpod" run --dry-run --app-
 	echo "|---|---:|---:|---:|"
 	awk -v t="$r_t" -v m="$r_m" -v ns="$apply_ns" 'BEGIN {
 		printf "| starpod run --dry-run, 1,000 replicas | %.3f | %.1f | %.2f× (%.3f s) |\n", t, m / 1024, t / (ns * 1000 / 1e9), ns * 1000 / 1e9 }'
-	target "run --dry-run of 1,000 replicas ≤ 2× 1,000 applies" "$(awk -v t="$r_t" -v ns="$apply_ns" 'BEGIN { printf "%.2f×", t / (ns * 1000 / 1e9) }')" "$(check 'v1 <= 2 * v2 * 1000 / 1e9' "$r_t" "$apply_ns")"
+	target "run --dry-run of 1,000 replicas ≤ 1.5× 1,000 applies" "$(awk -v t="$r_t" -v ns="$apply_ns" 'BEGIN { printf "%.2f×", t / (ns * 1000 / 1e9) }')" "$(check 'v1 <= 1.5 * v2 * 1000 / 1e9' "$r_t" "$apply_ns")"
 else
 	echo
 	echo "starpod run --dry-run of testdata/bench/app-1000.yaml failed; no scheduler row."
@@ -338,4 +353,4 @@ cat "$tmp/targets"
 echo
 echo "Machine: $(nproc) CPUs, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(go version | awk '{ print $3, $4 }')"
 [ -z "$kubectl" ] || echo "kubectl: $("$kubectl" version --client 2>/dev/null | head -1)"
-[ -z "$ytt" ] || echo "ytt: $("$ytt" version 2>/dev/null | head -1)"
+[ -z "$ytt" ] || echo "ytt: ${ytt_version:-$("$ytt" version 2>/dev/null | head -1)}"

@@ -377,7 +377,7 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 // semantic (apiequality.Semantic): a quantity written another way ("1000m" and "1") and an
 // empty list or map where there was none change nothing, as they would not on the server.
 func unchanged(in, out *corev1.Pod) bool {
-	return apiequality.Semantic.DeepEqual(in, out)
+	return !changedOften(in, out) && apiequality.Semantic.DeepEqual(in, out)
 }
 
 // isPod reports whether doc is a core/v1 Pod.

@@ -85,7 +85,28 @@ func (d *PodDefaults) MarshalYAML(pod *corev1.Pod) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
 	}
+	if text, ok := d.removeText(data); ok {
+		return stream.JSONToYAML(text, nil)
+	}
 	return stream.JSONToYAML(data, d.Remove)
+}
+
+// emptyStatus ends the JSON text of a pod whose status is empty: encoding/json writes a
+// pod's fields in their order, status last.
+var emptyStatus = []byte(`,"status":{}}`)
+
+// removeText returns the JSON text of a pod, data, as encoding/json wrote it, without the
+// defaults d removes, when it can tell them in the text: when no object in it is an empty
+// "resources" (a container's, or another's), only the status at its end is to go. Then
+// printing the text as it is saves decoding it to edit it.
+func (d *PodDefaults) removeText(data []byte) ([]byte, bool) {
+	if bytes.Contains(data, []byte(`"resources":{}`)) {
+		return nil, false
+	}
+	if !d.status && bytes.HasSuffix(data, emptyStatus) {
+		data = append(data[:len(data)-len(emptyStatus)], '}')
+	}
+	return data, true
 }
 
 // MarshalIndent returns the JSON text of pod as json.MarshalIndent prints untyped data (sorted

@@ -5,7 +5,9 @@
 // original text, the line it starts on, and its content as untyped JSON data. Errors name the
 // file, the line and, where the parser says, the column. A Reader splits streams as kubectl
 // does, and holds documents and streams to the limits of [ReaderOptions], which are
-// *bound.SizeError errors.
+// *bound.SizeError errors. A YAML document's content is what sigs.k8s.io/yaml reads: a document
+// in the plain block YAML most manifests are written in is read by a parser of that subset,
+// several times faster; any other by the YAML library (go.yaml.in/yaml/v2).
 //
 // To print a value as YAML byte for byte as sigs.k8s.io/yaml.Marshal does, but several times
 // faster, use [MarshalYAML]; to print JSON text already at hand, use [JSONToYAML], or

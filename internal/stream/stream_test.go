@@ -177,6 +177,14 @@ func FuzzReader(f *testing.F) {
 				if err := dec.Decode(&second); err != io.EOF {
 					t.Fatalf("document %d: Parse took a text that holds a second document (%v)\n%q", d.Index, err, d.Raw)
 				}
+				// Its content is what sigs.k8s.io/yaml reads, by whichever parser Parse took.
+				want, err := viaJSON(d.Raw)
+				if err != nil {
+					t.Fatalf("document %d: Parse took a text sigs.k8s.io/yaml refuses: %v\n%q", d.Index, err, d.Raw)
+				}
+				if diff := cmp.Diff(want, d.Object); diff != "" {
+					t.Fatalf("document %d: (-sigs.k8s.io/yaml +Parse)\n%s", d.Index, diff)
+				}
 			}
 		}
 		if trimmed := strings.TrimLeft(in, " \t\r\n"); strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[") {

@@ -42,6 +42,9 @@ var (
 func yamlToUntyped(doc []byte, limit int64) (any, error) {
 	var v any
 	if oneDocument(doc) {
+		if v, ok := parseBlockYAML(doc, limit); ok {
+			return v, nil
+		}
 		if err := goyaml.UnmarshalStrict(doc, &v); err != nil {
 			return nil, err
 		}
