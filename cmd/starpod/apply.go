@@ -32,8 +32,8 @@ type applyFlags struct {
 	files    []string
 	output   string
 	jobs     int
-	maxDoc   string // --max-document-size
-	maxInput string // --max-input-size
+	maxDoc   string   // --max-document-size
+	maxInput string   // --max-input-size
 	podTmpl  []string // --pod-template
 }
 
