@@ -331,6 +331,11 @@ func (o *Object) Put(i int, pod *corev1.Pod) error {
 	if err != nil {
 		return o.errorOf(field.ErrorList{field.InternalError(t.Path, err)})
 	}
+	if m, _ := v["metadata"].(map[string]any); len(m) == 0 {
+		if _, held := t.m["metadata"]; !held {
+			delete(v, "metadata") // as an empty status: not written unless it was
+		}
+	}
 	for _, k := range []string{"metadata", "spec"} {
 		if x, ok := v[k]; ok {
 			t.m[k] = x
