@@ -97,7 +97,7 @@ func helmEnv(t *testing.T) []string {
 		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
 		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
 		"HELM_PLUGINS=" + filepath.Join(home, "plugins"),
-		"PATH=" + filepath.Dir(starpodBin) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		pathEnv()[0],
 	}
 }
 
@@ -196,7 +196,7 @@ func TestHelm3PostRenderer(t *testing.T) {
 	chart := overlayFile(t, "chart")
 	plain := runTool(t, "", env, helm, "template", "shop", chart)
 	got := runTool(t, "", env, helm, "template", "shop", chart,
-		"--post-renderer", starpodBin,
+		"--post-renderer", "starpod", // found on PATH
 		"--post-renderer-args", "apply",
 		"--post-renderer-args", "--overlay-script="+overlayFile(t, "team.star"))
 	checkRendered(t, plain, got)

@@ -16,8 +16,14 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// pathEnv returns the environment that puts starpod on PATH, as a user installs it.
+func pathEnv() []string {
+	return []string{"PATH=" + filepath.Dir(starpodBin) + string(os.PathListSeparator) + os.Getenv("PATH")}
+}
+
 // kustomization writes a kustomization with starpod fn as a transformer, and the overlay
-// files the functionConfig names (relative to the kustomization), into a new directory.
+// files the functionConfig names (relative to the kustomization), into a new directory: the
+// files of docs/pipelines.md.
 func kustomization(t *testing.T, overlay string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -72,7 +78,7 @@ metadata:
   annotations:
     config.kubernetes.io/function: |
       exec:
-        path: ` + starpodBin + `
+        path: starpod
         args: [fn]
 spec:
   overlays: [overlays/team.star]
@@ -101,7 +107,7 @@ func TestKustomizeExecFunction(t *testing.T) {
     pod["metadata"].setdefault("labels", {})["team"] = ctx.args["team"]
     pod["metadata"]["labels"]["workload"] = ctx.workload.kind
 `)
-	out := runTool(t, dir, nil, kustomize, "build", "--enable-alpha-plugins", "--enable-exec", ".")
+	out := runTool(t, dir, pathEnv(), kustomize, "build", "--enable-alpha-plugins", "--enable-exec", ".")
 	docs := splitDocs(out)
 	if len(docs) != 3 {
 		t.Fatalf("got %d documents, want 3:\n%s", len(docs), out)
@@ -155,6 +161,7 @@ func TestKustomizeExecFunctionError(t *testing.T) {
 `)
 	cmd := exec.Command(kustomize, "build", "--enable-alpha-plugins", "--enable-exec", ".")
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), pathEnv()...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err == nil {
