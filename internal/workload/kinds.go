@@ -56,6 +56,21 @@ var typedKinds = map[groupKind]typedKind{
 		}},
 }
 
+// typedPaths are the parsed paths of the templates of typedKinds.
+var typedPaths = map[string]Path{
+	"template":                       mustPath("template"),
+	"spec.template":                  mustPath("spec.template"),
+	"spec.jobTemplate.spec.template": mustPath("spec.jobTemplate.spec.template"),
+}
+
+func mustPath(s string) Path {
+	p, err := ParsePath(s)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
 // A groupKind is an API group and a kind.
 type groupKind struct{ group, kind string }
 

@@ -246,8 +246,7 @@ func (f *finder) typed(m map[string]any, at *field.Path, tk typedKind) {
 	apiVersion, _ := m["apiVersion"].(string)
 	kind, _ := m["kind"].(string)
 	for _, tt := range tk.templates(obj) {
-		p, _ := ParsePath(tt.path)
-		locs, _ := p.walk(m, at) // decoded: the types on the way are right
+		locs, _ := typedPaths[tt.path].walk(m, at) // decoded: the types on the way are right
 		if len(locs) == 0 {
 			continue // no template written: nothing to apply to
 		}

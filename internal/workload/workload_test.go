@@ -549,3 +549,14 @@ func TestParseRule(t *testing.T) {
 		t.Errorf("got %+v, %v", r, err)
 	}
 }
+
+// TestTypedPaths checks that the path of every template of typedKinds is parsed.
+func TestTypedPaths(t *testing.T) {
+	for gk, tk := range typedKinds {
+		for _, tt := range tk.templates(tk.new()) {
+			if _, ok := typedPaths[tt.path]; !ok {
+				t.Errorf("%v: path %s not in typedPaths", gk, tt.path)
+			}
+		}
+	}
+}
