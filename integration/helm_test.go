@@ -90,13 +90,15 @@ func runTool(t *testing.T, dir string, env []string, name string, args ...string
 }
 
 // helmEnv returns the environment of a Helm with its own empty home, and starpod on PATH.
+// HELM_PLUGINS is HELM_DATA_HOME/plugins: Helm 4.3.1 installs plugins there whatever
+// HELM_PLUGINS says, and looks for them in HELM_PLUGINS.
 func helmEnv(t *testing.T) []string {
 	home := t.TempDir()
 	return []string{
 		"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
 		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
 		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
-		"HELM_PLUGINS=" + filepath.Join(home, "plugins"),
+		"HELM_PLUGINS=" + filepath.Join(home, "data", "plugins"),
 		pathEnv()[0],
 	}
 }
