@@ -116,7 +116,7 @@ func splitDocs(data []byte) []string {
 
 // checkRendered checks the chart rendered through team.star: every pod template of the
 // Deployment, StatefulSet and CronJob labelled, the CronJob's pods on the batch pool, and the
-// ConfigMap and Service documents byte for byte as Helm rendered them without starpod.
+// ConfigMap and Service documents byte for byte as plain, Helm's output without starpod.
 func checkRendered(t *testing.T, plain, got []byte) {
 	t.Helper()
 	plainDocs := splitDocs(plain)
@@ -152,7 +152,7 @@ func checkRendered(t *testing.T, plain, got []byte) {
 			if doc != plainDocs[i] {
 				t.Errorf("%s changed:\ngot:\n%s\nwant:\n%s", meta.Kind, doc, plainDocs[i])
 			}
-			if meta.Kind == "ConfigMap" && !strings.Contains(doc, "level: debug   # debug until launch") {
+			if meta.Kind == "ConfigMap" && (!strings.Contains(doc, "# the log level of the web tier") || !strings.Contains(doc, "# debug until launch")) {
 				t.Errorf("ConfigMap lost its comments:\n%s", doc)
 			}
 		}
@@ -217,14 +217,29 @@ func TestHelm4PostRenderer(t *testing.T) {
 	if out := runTool(t, "", env, helm, "plugin", "list"); !bytes.Contains(out, []byte("starpod")) {
 		t.Fatalf("helm plugin list:\n%s\nwant starpod", out)
 	}
+	// Helm 4 parses what a post-renderer writes and prints it anew (a comment after a value
+	// gets one space before it), so the documents starpod leaves alone are compared with what
+	// a post-renderer that changes nothing, cat, gives.
+	cat := filepath.Join(t.TempDir(), "cat")
+	if err := os.MkdirAll(cat, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	catPlugin := "apiVersion: v1\nname: cat\ntype: postrenderer/v1\nruntime: subprocess\nversion: 0.1.0\n" +
+		"runtimeConfig:\n  platformCommand:\n  - command: cat\n"
+	if err := os.WriteFile(filepath.Join(cat, "plugin.yaml"), []byte(catPlugin), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runTool(t, "", env, helm, "plugin", "install", cat)
 	chart := overlayFile(t, "chart")
-	plain := runTool(t, "", env, helm, "template", "shop", chart)
+	plain := runTool(t, "", env, helm, "template", "shop", chart, "--post-renderer", "cat")
 	got := runTool(t, "", env, helm, "template", "shop", chart,
 		"--post-renderer", "starpod",
 		"--post-renderer-args", "--overlay-script="+overlayFile(t, "team.star"))
 	checkRendered(t, plain, got)
 
-	// An overlay that fails fails the render, with starpod's message.
+	// An overlay that fails fails the render. Helm 4.3.1 keeps a plugin's standard error to
+	// itself (it gives the subprocess a buffer and prints only "exited with error"), so
+	// starpod's message cannot reach the user through Helm; docs/pipelines.md says so.
 	bad := filepath.Join(t.TempDir(), "bad.star")
 	if err := os.WriteFile(bad, []byte("def overlay(pod):\n    fail(\"no\")\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -232,7 +247,7 @@ func TestHelm4PostRenderer(t *testing.T) {
 	cmd := exec.Command(helm, "template", "shop", chart, "--post-renderer", "starpod", "--post-renderer-args", "--overlay-script="+bad)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
-	if err == nil || !bytes.Contains(out, []byte("bad.star:2:9: fail: no")) {
-		t.Errorf("helm template with a failing overlay: %v\n%s\nwant an error naming bad.star:2:9", err, out)
+	if err == nil || !bytes.Contains(out, []byte(`plugin "starpod" exited with error`)) || bytes.Contains(out, []byte("kind:")) {
+		t.Errorf("helm template with a failing overlay: %v\n%s\nwant it to fail, naming the plugin, and render nothing", err, out)
 	}
 }
