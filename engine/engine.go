@@ -150,6 +150,30 @@ type Env struct {
 	NumReplicas int               // ctx.num_replicas, when Scheduler is set
 	Scheduler   string            // ctx.scheduler, e.g. "kubernetes"; empty outside a scheduler
 	Args        map[string]string // ctx.args, from --overlay-arg KEY=VALUE
+	Workload    *Workload         // ctx.workload; nil (None) for a bare pod
+}
+
+// A Workload is the object whose pod template an overlay is applied to, as ctx.workload
+// shows it: ctx.workload.kind, .api_version, .name, .namespace and .path, the template's
+// field path in the object (spec.template, spec.tasks[0].template).
+type Workload struct {
+	Kind, APIVersion, Name, Namespace, Path string
+}
+
+// value returns w as a frozen Starlark struct, or None for nil.
+func (w *Workload) value() starlark.Value {
+	if w == nil {
+		return starlark.None
+	}
+	s := starlarkstruct.FromStringDict(starlark.String("workload"), starlark.StringDict{
+		"kind":        starlark.String(w.Kind),
+		"api_version": starlark.String(w.APIVersion),
+		"name":        starlark.String(w.Name),
+		"namespace":   starlark.String(w.Namespace),
+		"path":        starlark.String(w.Path),
+	})
+	s.Freeze()
+	return s
 }
 
 // value returns env as a frozen Starlark struct.
@@ -177,6 +201,7 @@ func (env *Env) value() starlark.Value {
 		"num_replicas": replicas,
 		"scheduler":    starlark.String(env.Scheduler),
 		"args":         args,
+		"workload":     env.Workload.value(),
 	})
 	s.Freeze()
 	return s

@@ -301,8 +301,27 @@ func appendString(b []byte, s string) []byte {
 }
 
 // appendEnv appends the encoding of a ctx that is not nil: a format byte (1), then the app
-// id, role, replica id, number of replicas, scheduler and the args in the order of their keys.
+// id, role, replica id, number of replicas, scheduler, the args in the order of their keys,
+// and the workload (see appendWorkload).
 func appendEnv(b []byte, env *Env) []byte {
+	return appendWorkload(appendEnvFields(b, env), env.Workload)
+}
+
+// appendWorkload appends the encoding of ctx.workload: 0 for None, or 1 and its kind,
+// apiVersion, name, namespace and path.
+func appendWorkload(b []byte, w *Workload) []byte {
+	if w == nil {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	for _, s := range [...]string{w.Kind, w.APIVersion, w.Name, w.Namespace, w.Path} {
+		b = appendString(b, s)
+	}
+	return b
+}
+
+// appendEnvFields appends the encoding of env up to its workload.
+func appendEnvFields(b []byte, env *Env) []byte {
 	b = append(b, 1)
 	b = appendString(b, env.AppID)
 	b = appendString(b, env.Role)
@@ -360,6 +379,16 @@ func (d *decoder) uvarint() uint64 {
 	return v
 }
 
+func (d *decoder) byte() byte {
+	if len(d.b) == 0 {
+		d.fail()
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
 func (d *decoder) varint() int64 {
 	v, n := binary.Varint(d.b)
 	if n <= 0 {
@@ -406,6 +435,13 @@ func decodeEnv(data []byte) (*Env, error) {
 			k := d.string()
 			env.Args[k] = d.string()
 		}
+	}
+	switch w := d.byte(); {
+	case d.err != nil:
+	case w == 1:
+		env.Workload = &Workload{Kind: d.string(), APIVersion: d.string(), Name: d.string(), Namespace: d.string(), Path: d.string()}
+	case w != 0:
+		d.fail()
 	}
 	if d.err == nil && len(d.b) > 0 {
 		d.fail()

@@ -35,6 +35,9 @@ func TestEnvEncoding(t *testing.T) {
 		{AppID: "app", Role: "trainer", ReplicaID: 3, NumReplicas: -1, Scheduler: "kubernetes"},
 		{ReplicaID: 1 << 40, Args: map[string]string{"k": "v"}},
 		{Args: map[string]string{"b": "2", "a": "1", "": "", "c": strings.Repeat("é", 300)}},
+		{Workload: &Workload{}},
+		{Args: map[string]string{"k": "v"}, Workload: &Workload{Kind: "CronJob", APIVersion: "batch/v1", Name: "n",
+			Namespace: "ns", Path: "spec.jobTemplate.spec.template"}},
 	} {
 		var data []byte
 		if env != nil {

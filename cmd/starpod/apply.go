@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,7 @@ import (
 	"github.com/starpod/starpod/internal/bound"
 	"github.com/starpod/starpod/internal/convert"
 	"github.com/starpod/starpod/internal/stream"
+	"github.com/starpod/starpod/internal/workload"
 )
 
 func init() { commands = append(commands, newApplyCmd) }
@@ -30,18 +32,29 @@ type applyFlags struct {
 	files    []string
 	output   string
 	jobs     int
-	maxDoc   string // --max-document-size
-	maxInput string // --max-input-size
+	maxDoc   string   // --max-document-size
+	maxInput string   // --max-input-size
+	podTmpl  []string // --pod-template
 }
 
 func newApplyCmd(a *app) *cobra.Command {
 	f := &applyFlags{}
 	cmd := &cobra.Command{
 		Use:   "apply --overlay-script FILE... [-f FILE|-]... [-o yaml|json]",
-		Short: "Apply overlays to every Pod of a YAML or JSON stream",
+		Short: "Apply overlays to every Pod and pod template of a YAML or JSON stream",
 		Long: `Apply reads a multi-document YAML or JSON stream (the -f files in order, or standard
-input), applies the overlays in order to every Pod, passes every other document through
-unchanged and writes the documents in input order to standard output. A Pod the overlays
+input), applies the overlays in order to every Pod and every pod template, passes every
+other document through unchanged and writes the documents in input order to standard output.
+
+Pod templates are those of PodTemplate, ReplicationController, Deployment, ReplicaSet,
+StatefulSet, DaemonSet, Job and CronJob, of Volcano Jobs, JobSets, Kubeflow's PyTorchJob,
+TFJob, MPIJob, XGBoostJob and PaddleJob, Ray's RayCluster and RayJob, LeaderWorkerSets, of
+the items of a v1 List, and of the kinds --pod-template names. An overlay gets a template as
+a pod (apiVersion v1, kind Pod, the template's metadata and spec), and ctx.workload names the
+object it belongs to (kind, api_version, name, namespace and path; None for a bare pod). A
+template has no name and no namespace: a result that sets them is an error. A document that
+holds a template the overlays changed is encoded anew, with sorted keys. When the input holds
+no pod and no template, a warning goes to standard error. A Pod the overlays
 do not change is written as it was read, comments and all, when the output format is the
 input's; a changed Pod is encoded anew, with sorted keys, and without the empty status: {}
 and resources: {} its document did not hold. It streams: -j documents are
@@ -84,6 +97,7 @@ than --max-document-size, also once its YAML aliases are expanded, and input lar
 	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output `FORMAT`: yaml, or json (several documents as the items of one v1 List)")
 	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "`N` documents to apply at the same time (output order is unchanged)")
 	cmd.Flags().StringVar(&f.maxDoc, "max-document-size", bound.FormatSize(stream.DefaultMaxDocumentBytes), "largest `SIZE` of one document, also with its YAML aliases expanded (e.g. 16Mi)")
+	cmd.Flags().StringArrayVar(&f.podTmpl, "pod-template", nil, "`GROUP/KIND=PATH` of the pod templates of more kinds, e.g. example.com/Trainer=spec.workers[*].template (repeatable)")
 	cmd.Flags().StringVar(&f.maxInput, "max-input-size", bound.FormatSize(stream.DefaultMaxInputBytes), "largest `SIZE` of the input, all files together (e.g. 4Gi)")
 	return cmd
 }
@@ -123,6 +137,10 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	if err != nil {
 		return err
 	}
+	rules, err := podTemplateRules(f.podTmpl)
+	if err != nil {
+		return err
+	}
 	chain, err := f.compile(ctx, a, f.scripts)
 	if err != nil {
 		return err
@@ -135,12 +153,16 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 		// for about a tenth more time. GOGC in the environment still decides.
 		debug.SetGCPercent(50)
 	}
-	p := &pipeline{ctx: ctx, a: a, chain: chain, env: env, format: f.output,
+	p := &pipeline{ctx: ctx, a: a, chain: chain, env: env, format: f.output, rules: rules,
 		limits: stream.ReaderOptions{MaxDocumentBytes: maxDoc, MaxInputBytes: maxInput}}
 	out := &spool{limit: spoolMemory}
 	defer out.Close()
 	if err := p.run(files, f.jobs, out); err != nil {
 		return err
+	}
+	if p.pods.Load() == 0 {
+		// A silent no-op is visible: a stream of kinds starpod does not know, or a typo.
+		fmt.Fprintln(a.stderr, "starpod apply: warning: the input held no pod and no pod template; nothing was applied (see --pod-template for other kinds)")
 	}
 	return out.copyTo(a.stdout)
 }
@@ -162,6 +184,10 @@ type pipeline struct {
 	env    *engine.Env
 	format string
 	limits stream.ReaderOptions // of every stream; InputOffset counts the streams before
+	rules  workload.Options     // where the pod templates of more kinds are
+
+	pods      atomic.Int64 // pods and pod templates found
+	templates atomic.Int64 // documents that hold pod templates
 }
 
 // A batch is consecutive documents of the input, or the error that ended reading.
@@ -300,15 +326,17 @@ func (p *pipeline) readFile(file string, yield func(*stream.Document) bool) erro
 	}
 }
 
-// apply parses the documents of b, applies the chain to their pods and encodes every
-// document, up to the first document that fails, whose error goes before any error of
-// reading.
+// apply parses the documents of b, applies the chain to their pods and pod templates and
+// encodes every document, up to the first document that fails, whose error goes before any
+// error of reading.
 func (p *pipeline) apply(ctx context.Context, b *batch) {
 	var pods []*corev1.Pod
-	var defaults []*convert.PodDefaults              // which empty defaults each pod's document held
-	var podDocs []int                                // the index in docs of each pod
+	var units []unit                                 // what each pod is
+	var envs []*engine.Env                           // the ctx of each pod, when a template is among them
 	docs := make([]*stream.Document, 0, len(b.docs)) // the documents before the first failure
+	objs := make([]*workload.Object, len(b.docs))    // the templates of each document that holds some
 	var docErr error
+	hasTemplates := false
 	for _, doc := range b.docs {
 		ok, err := doc.Parse()
 		if err != nil {
@@ -322,8 +350,8 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 				break
 			}
 			pods = append(pods, pod)
-			podDocs = append(podDocs, len(docs))
-			defaults = append(defaults, convert.PodDefaultsOf(doc.Object))
+			units = append(units, unit{doc: len(docs), defaults: convert.PodDefaultsOf(doc.Object)})
+			envs = append(envs, p.env)
 			// From here on the pod stands for the document's content; drop the parsed
 			// value, which is several times its size, and the text unless it may be
 			// written as it is: when the overlays change nothing and the output format
@@ -332,33 +360,72 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 			if doc.JSON != (p.format == "json") {
 				doc.Raw = nil
 			}
+		} else if ok {
+			obj, err := workload.Find(doc.Object, &p.rules)
+			if err != nil {
+				docErr = templateError(doc, err)
+				break
+			}
+			for i, t := range obj.Templates {
+				pods = append(pods, t.Pod)
+				units = append(units, unit{doc: len(docs), template: i + 1})
+				envs = append(envs, p.envOf(t))
+				hasTemplates = true
+			}
+			if len(obj.Templates) > 0 {
+				objs[len(docs)] = obj
+				p.templates.Add(1)
+			}
 		}
 		docs = append(docs, doc)
 	}
-	// The chain stops at the first pod that fails, in order, and returns the results of the
-	// pods before it.
-	results, err := p.chain.ApplyBatch(ctx, pods, p.env)
+	p.pods.Add(int64(len(pods)))
+	results, failed, err := p.applyChain(ctx, pods, envs, hasTemplates)
 	if err != nil {
-		failed := len(results)
-		n := podDocs[failed]
-		docErr = docError(docs[n], pods[failed], err)
-		docs = docs[:n]
+		u := units[failed]
+		if u.template > 0 {
+			docErr = templateApplyError(docs[u.doc], objs[u.doc].Templates[u.template-1], err)
+		} else {
+			docErr = docError(docs[u.doc], pods[failed], err)
+		}
+		docs = docs[:u.doc]
+	}
+	// Put each template's result back into its document.
+	for k := range results {
+		u := units[k]
+		if u.template == 0 || u.doc >= len(docs) {
+			continue
+		}
+		if err := objs[u.doc].Put(u.template-1, results[k]); err != nil {
+			docErr = templateError(docs[u.doc], err)
+			docs = docs[:u.doc]
+			break
+		}
 	}
 	b.out = make([][]byte, 0, len(docs))
 	k := 0
 	for i, doc := range docs {
 		var data []byte
 		var err error
-		if k < len(podDocs) && podDocs[k] == i {
+		switch {
+		case k < len(units) && units[k].doc == i && units[k].template == 0:
 			if doc.Raw != nil && unchanged(pods[k], results[k]) {
 				data, err = passThrough(doc, p.format)
 			} else {
-				data, err = encodePod(results[k], defaults[k], p.format)
+				data, err = encodePod(results[k], units[k].defaults, p.format)
 			}
-			doc.Raw, pods[k], results[k], defaults[k] = nil, nil, nil, nil
+			doc.Raw, pods[k], results[k] = nil, nil, nil
 			k++
-		} else {
+		case objs[i] != nil && objs[i].Changed():
+			data, err = encode(objs[i].Root, p.format)
+			if err == nil && !doc.JSON && p.format == "yaml" {
+				data = append(headComment(doc.Raw), data...)
+			}
+		default:
 			data, err = passThrough(doc, p.format)
+		}
+		for k < len(units) && units[k].doc == i {
+			k++
 		}
 		if err != nil {
 			docErr = err
@@ -370,6 +437,31 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 		b.err = docErr
 	}
 	b.docs = nil // only the output waits for the writer
+}
+
+// A unit is what one pod of a batch stands for: a document that is a pod (template 0), or
+// template number template (from 1) of a document.
+type unit struct {
+	doc      int
+	template int
+	defaults *convert.PodDefaults // of a pod: which empty defaults its document held
+}
+
+// applyChain applies the chain to pods, each with its ctx, and returns the results of the
+// pods before the first that fails, the index of that pod and its error.
+func (p *pipeline) applyChain(ctx context.Context, pods []*corev1.Pod, envs []*engine.Env, templates bool) ([]*corev1.Pod, int, error) {
+	if !templates {
+		// Only bare pods, which share one ctx: a batch, which stops at the first failure.
+		results, err := p.chain.ApplyBatch(ctx, pods, p.env)
+		return results, len(results), err
+	}
+	results, errs := p.chain.ApplyEach(ctx, pods, envs)
+	for i, err := range errs {
+		if err != nil {
+			return results[:i], i, err
+		}
+	}
+	return results, len(results), nil
 }
 
 // unchanged reports whether the overlays left a pod as it was decoded: then its document is

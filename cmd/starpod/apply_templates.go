@@ -1,0 +1,106 @@
+package main
+
+// This file defines what apply does with pod templates: the ctx of each, the flag that names
+// the templates of more kinds, and the errors of documents that hold templates.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/stream"
+	"github.com/starpod/starpod/internal/workload"
+)
+
+// podTemplateRules parses --pod-template values.
+func podTemplateRules(flags []string) (workload.Options, error) {
+	var opts workload.Options
+	for _, s := range flags {
+		r, err := workload.ParseRule(s)
+		if err != nil {
+			return opts, usagef("--pod-template: %v", err)
+		}
+		opts.Rules = append(opts.Rules, r)
+	}
+	return opts, nil
+}
+
+// envOf returns the ctx of a pod or pod template: the pipeline's, with ctx.workload set for
+// a template.
+func (p *pipeline) envOf(t *workload.Template) *engine.Env {
+	return envOf(p.env, t)
+}
+
+// envOf returns env with ctx.workload of t: None for a pod.
+func envOf(env *engine.Env, t *workload.Template) *engine.Env {
+	if t.Workload == nil {
+		return env
+	}
+	e := engine.Env{}
+	if env != nil {
+		e = *env
+	}
+	w := t.Workload
+	e.Workload = &engine.Workload{Kind: w.Kind, APIVersion: w.APIVersion, Name: w.Name, Namespace: w.Namespace, Path: w.Path}
+	return &e
+}
+
+// templateError puts the document in front of each line of a *workload.Error.
+func templateError(doc *stream.Document, err error) error {
+	var we *workload.Error
+	if !errors.As(err, &we) {
+		return fmt.Errorf("%s:%d: %v", doc.File, doc.Line, err)
+	}
+	where := fmt.Sprintf("%s:%d: %s %q: ", doc.File, doc.Line, we.Kind, we.Name)
+	var b strings.Builder
+	for i, fe := range we.Fields {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(where + fe.Error())
+	}
+	return errors.New(b.String())
+}
+
+// templateApplyError puts the document and the template an overlay failed on in front of the
+// overlay's error, and its backtrace after it.
+func templateApplyError(doc *stream.Document, t *workload.Template, err error) error {
+	var where string
+	if t.Workload == nil {
+		where = fmt.Sprintf("%s:%d: pod %q at %s", doc.File, doc.Line, t.Pod.Name, t.Path)
+	} else {
+		where = fmt.Sprintf("%s:%d: %s %q: %s", doc.File, doc.Line, t.Workload.Kind, t.Workload.Name, t.Path)
+	}
+	var b strings.Builder
+	for i, line := range strings.Split(err.Error(), "\n") {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(where + ": " + line)
+	}
+	var e *engine.Error
+	if errors.As(err, &e) && e.Backtrace != "" {
+		b.WriteString("\n" + e.Backtrace)
+	}
+	return errors.New(b.String())
+}
+
+// headComment returns the comment lines at the head of a YAML document's text, such as Helm's
+// "# Source: chart/templates/deployment.yaml", which a document encoded anew keeps.
+func headComment(raw []byte) []byte {
+	n := 0
+	for n < len(raw) {
+		end := bytes.IndexByte(raw[n:], '\n')
+		if end < 0 {
+			break
+		}
+		line := bytes.TrimSpace(raw[n : n+end])
+		if len(line) > 0 && line[0] != '#' {
+			break
+		}
+		n += end + 1
+	}
+	return raw[:n:n]
+}
