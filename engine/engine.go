@@ -56,6 +56,7 @@ import (
 	"github.com/starpod/starpod/internal/bound"
 	"github.com/starpod/starpod/internal/convert"
 	"github.com/starpod/starpod/internal/spell"
+	"github.com/starpod/starpod/internal/validate"
 )
 
 // Defaults for the zero values of [Options].
@@ -103,7 +104,26 @@ type Options struct {
 	// pool shared by the whole program that re-executes the program itself, which must then
 	// call [ServeWorkerIfRequested] first thing in main.
 	Workers *WorkerPool
+
+	// Validation says what is checked of the pod an overlay returns besides its schema.
+	// The zero value, ValidateSchema, checks the schema only.
+	Validation Validation
 }
+
+// Validation says what [Overlay.Apply] checks of the pod an overlay returns. Every level
+// checks the schema strictly (types, unknown fields, kind and apiVersion).
+type Validation int
+
+const (
+	// ValidateSchema checks the schema only.
+	ValidateSchema Validation = iota
+	// ValidatePod also checks what the API server would reject of a pod: names, labels,
+	// enumerations, ports, env, requests above limits, an image for every container.
+	ValidatePod
+	// ValidatePodTemplate checks as ValidatePod does, but not the name and namespace,
+	// which the controller of a pod template sets.
+	ValidatePodTemplate
+)
 
 func (o *Options) maxSteps() uint64 {
 	if o.MaxSteps == 0 {
@@ -191,7 +211,8 @@ type Overlay struct {
 	takes   int             // 1 for overlay(pod), 2 for overlay(pod, ctx)
 	pos     syntax.Position // where overlay is defined
 	opts    Options
-	run     runner // in this process, or in workers
+	run     runner          // in this process, or in workers
+	names   *validate.Cache // the problems of names seen by Options.Validation
 }
 
 // A runner applies a compiled overlay to pods: with envs[i] as the ctx of pods[i] when envs is
@@ -240,7 +261,7 @@ func Compile(ctx context.Context, name string, src []byte, opts *Options) (*Over
 	if opts.Isolation == WorkerProcess {
 		return compileWorker(ctx, name, src, opts)
 	}
-	o := &Overlay{name: name, opts: *opts}
+	o := &Overlay{name: name, opts: *opts, names: &validate.Cache{}}
 	o.run = local{o}
 	file, prog, err := compileFile(name, src, predeclared)
 	if err != nil {
@@ -570,6 +591,9 @@ func (o *Overlay) decode(v starlark.Value) (*corev1.Pod, error) {
 		return nil, &Error{Overlay: o.name, Pos: o.pos, Err: err}
 	}
 	errs = append(checkKind(pod), errs...)
+	if len(errs) == 0 && o.opts.Validation != ValidateSchema {
+		errs = validate.Pod(pod, &validate.Options{Template: o.opts.Validation == ValidatePodTemplate, Cache: o.names})
+	}
 	if len(errs) > 0 {
 		return nil, &Error{Overlay: o.name, Pos: o.pos, Fields: errs}
 	}

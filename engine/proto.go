@@ -123,6 +123,7 @@ type wireScript struct {
 	Timeout        time.Duration // Options.Timeout
 	MaxResultBytes int64         // Options.MaxResultBytes
 	Print          bool          // whether print() output goes back to the parent
+	Validation     Validation    `json:",omitempty"` // Options.Validation
 }
 
 // A wireSource is one file for a worker to scan.

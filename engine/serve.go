@@ -289,7 +289,7 @@ func (s *server) applyPod(o *Overlay, body []byte) (bool, error) {
 
 // options returns the in-process options of a script sent to a worker.
 func (d *wireScript) options(print func(syntax.Position, string)) *Options {
-	opts := &Options{MaxSteps: d.MaxSteps, Timeout: d.Timeout, MaxResultBytes: d.MaxResultBytes}
+	opts := &Options{MaxSteps: d.MaxSteps, Timeout: d.Timeout, MaxResultBytes: d.MaxResultBytes, Validation: d.Validation}
 	if d.Print {
 		opts.Print = print
 	}

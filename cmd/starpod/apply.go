@@ -123,6 +123,9 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	if err != nil {
 		return err
 	}
+	// Each overlay's result is checked as the API server would check the pod, as run checks
+	// the pods of its tasks.
+	f.validation = engine.ValidatePod
 	chain, err := f.compile(ctx, a, f.scripts)
 	if err != nil {
 		return err
