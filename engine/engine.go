@@ -541,7 +541,11 @@ func (o *Overlay) applyLocal(ctx context.Context, pod *corev1.Pod, env *Env) (*c
 	if err != nil {
 		return nil, err
 	}
-	return o.decode(out)
+	res, err := o.decode(out)
+	if e, ok := err.(*Error); ok && len(e.Fields) > 0 {
+		o.attribute(ctx, pod, env, e) // the apply again, with write tracking: see provenance.go
+	}
+	return res, err
 }
 
 // applyValue runs the script on the Starlark value of a pod and returns the value of the new pod.

@@ -169,6 +169,15 @@ type wireField struct {
 	Field    string
 	BadValue json.RawMessage `json:",omitempty"`
 	Detail   string
+	Write    *wireWrite `json:",omitempty"` // Error.Writes of the field
+}
+
+// A wireWrite is a Write.
+type wireWrite struct {
+	File      string `json:",omitempty"`
+	Line, Col int32  `json:",omitempty"`
+	Backtrace string `json:",omitempty"`
+	Input     bool   `json:",omitempty"`
 }
 
 type wireLimit struct {
@@ -187,8 +196,15 @@ func toWire(err error) *wireError {
 	if e.Pos.IsValid() {
 		w.File, w.Line, w.Col = e.Pos.Filename(), e.Pos.Line, e.Pos.Col
 	}
-	for _, fe := range e.Fields {
+	for i, fe := range e.Fields {
 		wf := wireField{Type: fe.Type, Field: fe.Field, Detail: fe.Detail}
+		if i < len(e.Writes) {
+			w := e.Writes[i]
+			wf.Write = &wireWrite{Backtrace: w.Backtrace, Input: w.Input}
+			if w.Pos.IsValid() {
+				wf.Write.File, wf.Write.Line, wf.Write.Col = w.Pos.Filename(), w.Pos.Line, w.Pos.Col
+			}
+		}
 		if fe.BadValue != nil {
 			if data, err := json.Marshal(fe.BadValue); err == nil {
 				wf.BadValue = data
@@ -224,6 +240,17 @@ func (w *wireError) error() error {
 			}
 		}
 		e.Fields = append(e.Fields, fe)
+		if wf.Write != nil {
+			if e.Writes == nil {
+				e.Writes = make([]Write, len(w.Fields))
+			}
+			ww := Write{Backtrace: wf.Write.Backtrace, Input: wf.Write.Input}
+			if wf.Write.File != "" {
+				file := wf.Write.File
+				ww.Pos = syntax.MakePosition(&file, wf.Write.Line, wf.Write.Col)
+			}
+			e.Writes[len(e.Fields)-1] = ww
+		}
 	}
 	switch {
 	case w.Limit != nil:
@@ -267,6 +294,10 @@ func (w *wireError) encode(max int) ([]byte, error) {
 		f.Detail = cutText(f.Detail, maxErrorText)
 		if len(f.BadValue) > maxErrorText {
 			f.BadValue = nil
+		}
+		if f.Write != nil {
+			f.Write.File = cutText(f.Write.File, maxErrorText)
+			f.Write.Backtrace = cutText(f.Write.Backtrace, maxErrorText)
 		}
 	}
 	// Keep the field errors that fit, and room for a last one: its path takes at most 6

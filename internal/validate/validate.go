@@ -153,10 +153,10 @@ func Pod(pod *corev1.Pod, opts *Options) field.ErrorList {
 		errs = append(errs, container(spec.Child("containers").Index(i), &pod.Spec.Containers[i], names, volumes, c)...)
 	}
 	if p := pod.Spec.RestartPolicy; p != "" && !slices.Contains(RestartPolicies, p) {
-		errs = append(errs, notSupported(spec.Child("restartPolicy"), p, RestartPolicies))
+		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), p, RestartPolicies))
 	}
 	if p := pod.Spec.DNSPolicy; p != "" && !slices.Contains(DNSPolicies, p) {
-		errs = append(errs, notSupported(spec.Child("dnsPolicy"), p, DNSPolicies))
+		errs = append(errs, field.NotSupported(spec.Child("dnsPolicy"), p, DNSPolicies))
 	}
 	return errs
 }
@@ -182,7 +182,7 @@ func container(p *field.Path, c *corev1.Container, names, volumes map[string]boo
 		}
 	}
 	if c.ImagePullPolicy != "" && !slices.Contains(PullPolicies, c.ImagePullPolicy) {
-		errs = append(errs, notSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy, PullPolicies))
+		errs = append(errs, field.NotSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy, PullPolicies))
 	}
 	var ports map[string]bool // the names so far
 	for i, port := range c.Ports {
@@ -210,7 +210,7 @@ func container(p *field.Path, c *corev1.Container, names, volumes map[string]boo
 			}
 		}
 		if port.Protocol != "" && !slices.Contains(Protocols, port.Protocol) {
-			errs = append(errs, notSupported(pp().Child("protocol"), port.Protocol, Protocols))
+			errs = append(errs, field.NotSupported(pp().Child("protocol"), port.Protocol, Protocols))
 		}
 	}
 	for i, e := range c.Env {
@@ -271,14 +271,4 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	return keys
-}
-
-// notSupported is field.NotSupported worded as got and want.
-func notSupported[T ~string](p *field.Path, got T, want []T) *field.Error {
-	quoted := make([]string, len(want))
-	for i, w := range want {
-		quoted[i] = fmt.Sprintf("%q", string(w))
-	}
-	return &field.Error{Type: field.ErrorTypeNotSupported, Field: p.String(), BadValue: string(got),
-		Detail: fmt.Sprintf("got %q, want one of %s", string(got), strings.Join(quoted, ", "))}
 }

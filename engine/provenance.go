@@ -1,0 +1,265 @@
+package engine
+
+// This file defines provenance: which statement of an overlay last wrote a value of the pod
+// it returned, to report an invalid result where it was written.
+//
+// An apply is deterministic, so nothing is tracked on the happy path: when the result is
+// invalid, the overlay runs again on the same pod and ctx with a hook on every execution step
+// (Thread.OnMaxSteps, re-armed one step ahead), and the hook looks at each offending field
+// path in every dict that may become the result: the input pod, and the dicts held by the
+// local variables of every Starlark frame. A change of what the path holds since the step
+// before is a write by the instruction just done: the hook runs before the next instruction,
+// when the frame's position is still that of the last one. A write by a builtin (merge,
+// set_env, dict.update, list.append, ...) is seen after its call returns, in the caller's
+// frame, at the call; a write by a function of a loaded module is seen in that function's
+// frame, at its line. The write that counts is the last one to the dict the overlay
+// returned. A dict that no local variable held (return merge(pod, ...)) was written by the
+// statement that returned it: the last position of the overlay function. When the result is
+// the input pod and no step changed the path, the value came from the input pod.
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/starpod/starpod/internal/convert"
+)
+
+// A Write says where an overlay wrote a value of the pod it returned.
+type Write struct {
+	Pos syntax.Position // the statement or helper call that wrote it; invalid when unknown
+	// Backtrace is the Starlark call stack to Pos, as in Error.Backtrace.
+	Backtrace string
+	// Input reports that no statement wrote the value: it came from the input pod.
+	Input bool
+}
+
+// A pathStep is one step of a pod field path: a field name, or what is between brackets (an
+// index of a list, or a key of a map).
+type pathStep struct {
+	name    string
+	bracket bool
+}
+
+// parseFieldPath splits a field path as field.Path prints it: spec.containers[0].image,
+// metadata.labels[app.kubernetes.io/name].
+func parseFieldPath(s string) []pathStep {
+	var out []pathStep
+	for i := 0; i < len(s); {
+		switch s[i] {
+		case '.':
+			i++
+		case '[':
+			j := strings.IndexByte(s[i:], ']')
+			if j < 0 {
+				return append(out, pathStep{name: s[i+1:], bracket: true})
+			}
+			out = append(out, pathStep{name: s[i+1 : i+j], bracket: true})
+			i += j + 1
+		default:
+			j := strings.IndexAny(s[i:], ".[")
+			if j < 0 {
+				j = len(s) - i
+			}
+			out = append(out, pathStep{name: s[i : i+j]})
+			i += j
+		}
+	}
+	return out
+}
+
+// lookupPath follows path from v as far as it goes and returns how many steps it took and the
+// value there.
+func lookupPath(v starlark.Value, path []pathStep) (int, starlark.Value) {
+	for n, st := range path {
+		var next starlark.Value
+		switch c := v.(type) {
+		case *starlark.Dict:
+			x, found, _ := c.Get(starlark.String(st.name))
+			if found {
+				next = x
+			}
+		case *starlark.List:
+			if i, err := strconv.Atoi(st.name); err == nil && st.bracket && i >= 0 && i < c.Len() {
+				next = c.Index(i)
+			}
+		}
+		if next == nil {
+			return n, v
+		}
+		v = next
+	}
+	return len(path), v
+}
+
+// observe returns what path holds in root, for comparison with what it held a step before:
+// how far the path goes and the value there. A root that lacks the path's first step is no
+// candidate for the result, and is "".
+func observe(root starlark.Value, path []pathStep) string {
+	n, v := lookupPath(root, path)
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n) + ":" + v.String()
+}
+
+// A tracker watches field paths in the dicts an overlay may return, at every step.
+type tracker struct {
+	paths [][]pathStep
+	in    starlark.Value              // the input pod
+	roots map[*starlark.Dict]*watched // every dict seen, by identity
+	last  Write                       // the last position of the overlay function
+}
+
+// watched is what each path held in one dict at the last step, and its last write.
+type watched struct {
+	obs    []string
+	writes []*Write
+}
+
+func newTracker(in *starlark.Dict, paths []string) *tracker {
+	t := &tracker{in: in, roots: make(map[*starlark.Dict]*watched)}
+	for _, p := range paths {
+		t.paths = append(t.paths, parseFieldPath(p))
+	}
+	w := &watched{obs: make([]string, len(t.paths)), writes: make([]*Write, len(t.paths))}
+	for i, p := range t.paths {
+		w.obs[i] = observe(in, p)
+	}
+	t.roots[in] = w
+	return t
+}
+
+// step looks at every candidate dict after an execution step of thread.
+func (t *tracker) step(thread *starlark.Thread) {
+	var here *Write // made once per step, when needed
+	at := func() *Write {
+		if here == nil {
+			here = writeAt(thread.CallStack())
+		}
+		return here
+	}
+	t.visit(t.in.(*starlark.Dict), at)
+	depth := thread.CallStackDepth()
+	for d := 0; d < depth; d++ {
+		fr := thread.DebugFrame(d)
+		for i := 0; i < fr.NumLocals(); i++ {
+			if _, v := fr.Local(i); v != nil {
+				if dict, ok := v.(*starlark.Dict); ok {
+					t.visit(dict, at)
+				}
+			}
+		}
+	}
+	if depth == 1 {
+		t.last = *at()
+	}
+}
+
+// visit compares what each path holds in dict with what it held at the step before. A dict
+// seen for the first time was written where it is first seen, by the paths it holds.
+func (t *tracker) visit(dict *starlark.Dict, at func() *Write) {
+	w, seen := t.roots[dict]
+	if !seen {
+		w = &watched{obs: make([]string, len(t.paths)), writes: make([]*Write, len(t.paths))}
+		t.roots[dict] = w
+	}
+	for i, p := range t.paths {
+		if o := observe(dict, p); o != w.obs[i] || (!seen && o != "") {
+			w.obs[i], w.writes[i] = o, at()
+		}
+	}
+}
+
+// result returns the write of each path in the result root.
+func (t *tracker) result(root starlark.Value) []Write {
+	out := make([]Write, len(t.paths))
+	dict, _ := root.(*starlark.Dict)
+	w := t.roots[dict]
+	for i := range out {
+		switch {
+		case w == nil:
+			out[i] = t.last // a dict no variable held: the statement that returned it
+		case w.writes[i] != nil:
+			out[i] = *w.writes[i]
+		case root == t.in:
+			out[i] = Write{Input: true}
+		default:
+			out[i] = t.last
+		}
+	}
+	return out
+}
+
+// writeAt returns the write at the innermost Starlark frame of stack.
+func writeAt(stack starlark.CallStack) *Write {
+	if n := len(stack); n > 0 && stack[n-1].Pos.Filename() == "<builtin>" {
+		stack = stack[:n-1]
+	}
+	return &Write{Pos: innermost(stack), Backtrace: strings.TrimRight(stack.String(), "\n")}
+}
+
+// provenance runs the overlay again on pod and env, which gave an invalid result, with
+// tracking on, and returns the write of each of paths in the result. It returns nil if the
+// run fails, which a deterministic overlay does not.
+func (o *Overlay) provenance(ctx context.Context, pod *corev1.Pod, env *Env, paths []string) []Write {
+	in, err := convert.ToStarlark(pod)
+	if err != nil {
+		return nil
+	}
+	dict, ok := in.(*starlark.Dict)
+	if !ok {
+		return nil
+	}
+	thread, stop := o.newThread(ctx)
+	defer stop()
+	thread.Print = func(*starlark.Thread, string) {} // printed once, by the apply that failed
+	globals, err := o.prog.Init(thread, predeclared)
+	if err != nil {
+		return nil
+	}
+	fn := globals["overlay"].(*starlark.Function)
+	args := starlark.Tuple{in}
+	if o.takes == 2 {
+		args = append(args, env.value())
+	}
+	t := newTracker(dict, paths)
+	limit := o.opts.maxSteps()
+	thread.OnMaxSteps = func(thread *starlark.Thread) {
+		if thread.ExecutionSteps() >= limit {
+			thread.Cancel("too many steps")
+			return
+		}
+		thread.SetMaxExecutionSteps(thread.ExecutionSteps() + 1)
+		t.step(thread)
+	}
+	thread.SetMaxExecutionSteps(thread.ExecutionSteps() + 1)
+	res, err := starlark.Call(thread, fn, args, nil)
+	if err != nil {
+		return nil
+	}
+	if res == starlark.None {
+		res = in
+	}
+	return t.result(res)
+}
+
+// attribute sets the writes of the fields of e, an invalid result of applying o to pod.
+func (o *Overlay) attribute(ctx context.Context, pod *corev1.Pod, env *Env, e *Error) {
+	paths := make([]string, len(e.Fields))
+	for i, fe := range e.Fields {
+		paths[i] = fe.Field
+	}
+	writes := o.provenance(ctx, pod, env, paths)
+	if writes == nil {
+		return
+	}
+	e.Writes = writes
+	if w := writes[0]; w.Pos.IsValid() {
+		e.Pos, e.Backtrace = w.Pos, w.Backtrace
+	}
+}
