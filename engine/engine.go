@@ -34,6 +34,19 @@
 // Every failure is an [*Error]: it names the overlay, the script position, the Starlark
 // backtrace where there is one, and for an invalid result the pod field path of each problem.
 // A limit that was hit is a [*LimitError] inside it; use errors.As to find either.
+//
+// The result is checked strictly against the Pod schema, and with [Options.Validation] also
+// as the API server would check it (package internal/validate's checks, which the scheduler
+// uses too). Each problem of an invalid result is reported where it was written: the
+// statement or helper call that last wrote the offending value, in the script or a module it
+// loads, with the Starlark call stack to it ([Error.Writes]); at the overlay's def line only
+// when no statement wrote it, the value having come from the input pod, which the message
+// then says. This costs nothing when the result is valid: an apply is deterministic, so on an
+// invalid result the overlay runs again on the same pod with a hook on every execution step
+// that watches the offending paths (provenance.go says how). A failed apply with its run again
+// costs about three plain applies (BenchmarkApplyInvalid against BenchmarkApply), and the run
+// again is bounded by the same limits; when it cannot attribute a write, the error keeps the
+// def line.
 package engine
 
 import (

@@ -112,7 +112,9 @@ type tracker struct {
 	paths [][]pathStep
 	in    starlark.Value              // the input pod
 	roots map[*starlark.Dict]*watched // every dict seen, by identity
-	last  Write                       // the last position of the overlay function
+	// lastAt[d] is the last step at call depth d: the steps before the end that return the
+	// result from a function to its caller are found from them.
+	lastAt []uint64
 }
 
 // watched is what each path held in one dict at the last step, and its last write.
@@ -155,9 +157,25 @@ func (t *tracker) step(thread *starlark.Thread) {
 			}
 		}
 	}
-	if depth == 1 {
-		t.last = *at()
+	for len(t.lastAt) <= depth {
+		t.lastAt = append(t.lastAt, 0)
 	}
+	t.lastAt[depth] = thread.ExecutionSteps()
+}
+
+// returned returns the step at which the function that made the result, a dict no variable
+// held, was at the call or statement that made it: the last step of the overlay function,
+// unless the step before it was the last of a function the overlay called (return f(pod)),
+// and so on inward.
+func (t *tracker) returned() uint64 {
+	if len(t.lastAt) < 2 {
+		return 0
+	}
+	step := t.lastAt[1]
+	for d := 2; d < len(t.lastAt) && t.lastAt[d] == step-1; d++ {
+		step = t.lastAt[d]
+	}
+	return step
 }
 
 // visit compares what each path holds in dict with what it held at the step before. A dict
@@ -175,21 +193,20 @@ func (t *tracker) visit(dict *starlark.Dict, at func() *Write) {
 	}
 }
 
-// result returns the write of each path in the result root.
-func (t *tracker) result(root starlark.Value) []Write {
+// result returns the write of each path in the result root; made is the write of the
+// statement that made the result, for paths no step wrote in it.
+func (t *tracker) result(root starlark.Value, made func() Write) []Write {
 	out := make([]Write, len(t.paths))
 	dict, _ := root.(*starlark.Dict)
 	w := t.roots[dict]
 	for i := range out {
 		switch {
-		case w == nil:
-			out[i] = t.last // a dict no variable held: the statement that returned it
-		case w.writes[i] != nil:
+		case w != nil && w.writes[i] != nil:
 			out[i] = *w.writes[i]
 		case root == t.in:
 			out[i] = Write{Input: true}
 		default:
-			out[i] = t.last
+			out[i] = made()
 		}
 	}
 	return out
@@ -215,37 +232,73 @@ func (o *Overlay) provenance(ctx context.Context, pod *corev1.Pod, env *Env, pat
 	if !ok {
 		return nil
 	}
-	thread, stop := o.newThread(ctx)
-	defer stop()
-	thread.Print = func(*starlark.Thread, string) {} // printed once, by the apply that failed
-	globals, err := o.prog.Init(thread, predeclared)
-	if err != nil {
-		return nil
-	}
-	fn := globals["overlay"].(*starlark.Function)
-	args := starlark.Tuple{in}
-	if o.takes == 2 {
-		args = append(args, env.value())
-	}
 	t := newTracker(dict, paths)
 	limit := o.opts.maxSteps()
-	thread.OnMaxSteps = func(thread *starlark.Thread) {
+	res, err := o.rerun(ctx, in, env, func(thread *starlark.Thread) {
 		if thread.ExecutionSteps() >= limit {
 			thread.Cancel("too many steps")
 			return
 		}
 		thread.SetMaxExecutionSteps(thread.ExecutionSteps() + 1)
 		t.step(thread)
-	}
-	thread.SetMaxExecutionSteps(thread.ExecutionSteps() + 1)
-	res, err := starlark.Call(thread, fn, args, nil)
+	})
 	if err != nil {
 		return nil
 	}
 	if res == starlark.None {
 		res = in
 	}
-	return t.result(res)
+	var made *Write
+	return t.result(res, func() Write {
+		if made == nil {
+			made = &Write{}
+			if step := t.returned(); step > 0 {
+				if w := o.stackAt(ctx, pod, env, step); w != nil {
+					made = w
+				}
+			}
+		}
+		return *made
+	})
+}
+
+// rerun applies the overlay to the pod in, with hook as the thread's OnMaxSteps from the
+// first step of the overlay function on.
+func (o *Overlay) rerun(ctx context.Context, in starlark.Value, env *Env, hook func(*starlark.Thread)) (starlark.Value, error) {
+	thread, stop := o.newThread(ctx)
+	defer stop()
+	thread.Print = func(*starlark.Thread, string) {} // printed once, by the apply that failed
+	globals, err := o.prog.Init(thread, predeclared)
+	if err != nil {
+		return nil, err
+	}
+	fn := globals["overlay"].(*starlark.Function)
+	args := starlark.Tuple{in}
+	if o.takes == 2 {
+		args = append(args, env.value())
+	}
+	thread.OnMaxSteps = hook
+	thread.SetMaxExecutionSteps(thread.ExecutionSteps() + 1)
+	return starlark.Call(thread, fn, args, nil)
+}
+
+// stackAt applies the overlay to pod again up to the given step, and returns the write at
+// the position there.
+func (o *Overlay) stackAt(ctx context.Context, pod *corev1.Pod, env *Env, step uint64) *Write {
+	in, err := convert.ToStarlark(pod)
+	if err != nil {
+		return nil
+	}
+	var w *Write
+	o.rerun(ctx, in, env, func(thread *starlark.Thread) {
+		if thread.ExecutionSteps() < step {
+			thread.SetMaxExecutionSteps(step)
+			return
+		}
+		w = writeAt(thread.CallStack())
+		thread.Cancel("stopped")
+	})
+	return w
 }
 
 // attribute sets the writes of the fields of e, an invalid result of applying o to pod.

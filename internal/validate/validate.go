@@ -9,7 +9,8 @@
 // the DNS labels that many pods share, which are the dearest part of the checks.
 //
 // What is checked: the name and namespace (when set, and not for a template), label and
-// annotation keys and label values, volume and container names (DNS labels, unique), a
+// annotation keys and label values, node selector labels, toleration keys, operators and
+// effects, volume and container names (DNS labels, unique), a
 // container for every pod, an image for every container, volume mounts of known volumes, the
 // enumerations restartPolicy, dnsPolicy, imagePullPolicy and port protocol, port names and
 // numbers, env names and env entries with both a value and a source, and requests not above
@@ -91,6 +92,9 @@ var (
 	DNSPolicies     = []corev1.DNSPolicy{corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone}
 	PullPolicies    = []corev1.PullPolicy{corev1.PullAlways, corev1.PullNever, corev1.PullIfNotPresent}
 	Protocols       = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
+
+	TolerationOperators = []corev1.TolerationOperator{corev1.TolerationOpExists, corev1.TolerationOpEqual}
+	TaintEffects        = []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}
 )
 
 // Pod checks pod and returns every problem with its field path (metadata.name,
@@ -151,6 +155,29 @@ func Pod(pod *corev1.Pod, opts *Options) field.ErrorList {
 	}
 	for i := range pod.Spec.Containers {
 		errs = append(errs, container(spec.Child("containers").Index(i), &pod.Spec.Containers[i], names, volumes, c)...)
+	}
+	for _, k := range sortedKeys(pod.Spec.NodeSelector) {
+		p := spec.Child("nodeSelector").Key(k)
+		for _, msg := range c.labelKey(k) {
+			errs = append(errs, field.Invalid(p, k, msg))
+		}
+		for _, msg := range c.labelValue(pod.Spec.NodeSelector[k]) {
+			errs = append(errs, field.Invalid(p, pod.Spec.NodeSelector[k], msg))
+		}
+	}
+	for i, t := range pod.Spec.Tolerations {
+		p := spec.Child("tolerations").Index(i)
+		if t.Key != "" {
+			for _, msg := range c.labelKey(t.Key) {
+				errs = append(errs, field.Invalid(p.Child("key"), t.Key, msg))
+			}
+		}
+		if t.Operator != "" && !slices.Contains(TolerationOperators, t.Operator) {
+			errs = append(errs, field.NotSupported(p.Child("operator"), t.Operator, TolerationOperators))
+		}
+		if t.Effect != "" && !slices.Contains(TaintEffects, t.Effect) {
+			errs = append(errs, field.NotSupported(p.Child("effect"), t.Effect, TaintEffects))
+		}
 	}
 	if p := pod.Spec.RestartPolicy; p != "" && !slices.Contains(RestartPolicies, p) {
 		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), p, RestartPolicies))
