@@ -86,12 +86,17 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// detail returns the message of a field error without its path: its detail, and for a value
-// not among those supported, the value too.
+// detail returns the message of a field error without its path: its detail, and the value
+// got when the detail does not say it.
 func detail(fe *field.Error) string {
-	if fe.Type == field.ErrorTypeNotSupported {
+	switch fe.Type {
+	case field.ErrorTypeNotSupported:
 		if want, ok := strings.CutPrefix(fe.Detail, "supported values: "); ok {
 			return fmt.Sprintf("got %s, want one of %s", excerpt(strconv.Quote(fmt.Sprint(fe.BadValue))), want)
+		}
+	case field.ErrorTypeInvalid:
+		if s, ok := fe.BadValue.(string); ok && s != "" && !strings.HasPrefix(fe.Detail, "got ") {
+			return fmt.Sprintf("got %s, %s", excerpt(strconv.Quote(s)), fe.Detail)
 		}
 	}
 	return fe.Detail

@@ -32,6 +32,7 @@ type applyFlags struct {
 	jobs     int
 	maxDoc   string // --max-document-size
 	maxInput string // --max-input-size
+	diff     bool   // --diff
 }
 
 func newApplyCmd(a *app) *cobra.Command {
@@ -84,6 +85,7 @@ than --max-document-size, also once its YAML aliases are expanded, and input lar
 	cmd.Flags().StringVarP(&f.output, "output", "o", "yaml", "output `FORMAT`: yaml, or json (several documents as the items of one v1 List)")
 	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "`N` documents to apply at the same time (output order is unchanged)")
 	cmd.Flags().StringVar(&f.maxDoc, "max-document-size", bound.FormatSize(stream.DefaultMaxDocumentBytes), "largest `SIZE` of one document, also with its YAML aliases expanded (e.g. 16Mi)")
+	cmd.Flags().BoolVar(&f.diff, "diff", false, "print a unified diff of each changed pod's YAML before and after the overlays instead of the documents (exit 0 whether or not anything changed)")
 	cmd.Flags().StringVar(&f.maxInput, "max-input-size", bound.FormatSize(stream.DefaultMaxInputBytes), "largest `SIZE` of the input, all files together (e.g. 4Gi)")
 	return cmd
 }
@@ -94,6 +96,9 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	}
 	if f.output != "yaml" && f.output != "json" {
 		return usagef("--output: got %q, want yaml or json", f.output)
+	}
+	if f.diff && f.output != "yaml" {
+		return usagef("--diff: diffs are of YAML; leave out -o %s", f.output)
 	}
 	if f.jobs < 1 {
 		return usagef("--jobs: got %d, want a positive number", f.jobs)
@@ -140,6 +145,9 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	}
 	p := &pipeline{ctx: ctx, a: a, chain: chain, env: env, format: f.output,
 		limits: stream.ReaderOptions{MaxDocumentBytes: maxDoc, MaxInputBytes: maxInput}}
+	if f.diff {
+		p.diff = &diffOptions{color: colorOutput(a.stdout)}
+	}
 	out := &spool{limit: spoolMemory}
 	defer out.Close()
 	if err := p.run(files, f.jobs, out); err != nil {
@@ -165,6 +173,7 @@ type pipeline struct {
 	env    *engine.Env
 	format string
 	limits stream.ReaderOptions // of every stream; InputOffset counts the streams before
+	diff   *diffOptions         // --diff: the diff of each changed pod instead of the documents
 }
 
 // A batch is consecutive documents of the input, or the error that ended reading.
@@ -196,6 +205,9 @@ func (p *pipeline) run(files []string, jobs int, w io.Writer) error {
 		}()
 	}
 	dw := &docWriter{w: w, format: p.format}
+	if p.diff != nil {
+		dw.format = "diff"
+	}
 	var failed error
 	for b := range order {
 		if failed != nil {
@@ -353,14 +365,16 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 		var data []byte
 		var err error
 		if k < len(podDocs) && podDocs[k] == i {
-			if doc.Raw != nil && unchanged(pods[k], results[k]) {
+			if p.diff != nil {
+				data, err = p.diff.pod(doc, pods[k], results[k], defaults[k])
+			} else if doc.Raw != nil && unchanged(pods[k], results[k]) {
 				data, err = passThrough(doc, p.format)
 			} else {
 				data, err = encodePod(results[k], defaults[k], p.format)
 			}
 			doc.Raw, pods[k], results[k], defaults[k] = nil, nil, nil, nil
 			k++
-		} else {
+		} else if p.diff == nil {
 			data, err = passThrough(doc, p.format)
 		}
 		if err != nil {

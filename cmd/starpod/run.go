@@ -30,6 +30,7 @@ type runFlags struct {
 	namespace  string
 	output     string
 	appID      string
+	diff       bool // --diff, with --dry-run
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -71,6 +72,7 @@ context's namespace.`,
 	fs.StringArrayVar(&f.cfg, "cfg", nil, "run options `KEY=VALUE,...` (repeatable; see starpod runopts kubernetes)")
 	fs.StringVar(&f.dryRun, "dry-run", "none", "`MODE`: client prints the job without contacting a cluster, server has the API server check it")
 	fs.Lookup("dry-run").NoOptDefVal = "client"
+	fs.BoolVar(&f.diff, "diff", false, "with --dry-run: print a unified diff of each task's pod before and after the overlays instead of the job (exit 0 whether or not anything changed)")
 	fs.BoolVar(&f.wait, "wait", false, "follow the app until it ends, showing its progress on standard error; exit 1 unless it succeeded")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` (default: $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&f.context, "context", "", "kubeconfig `CONTEXT` to use")
@@ -94,6 +96,9 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
 	}
 	if f.wait && f.dryRun != "none" {
 		return usagef("--wait: a dry run has nothing to wait for")
+	}
+	if f.diff && (f.dryRun != "client" || f.output != "yaml") {
+		return usagef("--diff: only with --dry-run (client) and YAML output")
 	}
 	cfg, err := scheduler.ParseConfig(f.cfg)
 	if err != nil {
@@ -121,6 +126,10 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
 		return err
 	}
 	eopts.Loader = nil
+	// Each overlay's pod is checked as the API server would check a pod template, so that a
+	// problem is reported at the line of the overlay that wrote it; Build checks the pod of
+	// each task again, with what Volcano owns.
+	eopts.Validation = engine.ValidatePodTemplate
 	prestart(eopts)
 
 	if os.Getenv("GOGC") == "" {
@@ -149,6 +158,9 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string) error {
 		OverlayArgs: args,
 		Engine:      *eopts,
 		OverlayRoot: f.root,
+	}
+	if f.diff {
+		return runDiff(ctx, a, app, cfg, bopts)
 	}
 	if f.dryRun == "client" {
 		out, err := scheduler.Render(ctx, app, cfg, bopts, f.output)
