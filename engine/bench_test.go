@@ -186,3 +186,21 @@ func BenchmarkApplyInvalid(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkExplain explains the apply of BenchmarkApply: the apply, the apply again with
+// write tracking, and the comparison of the pods. Starpod's target is at most three times
+// BenchmarkApply.
+func BenchmarkExplain(b *testing.B) {
+	pod := benchPod(b)
+	o, err := engine.Compile(context.Background(), "overlay.star", benchOverlay(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, changes, err := o.Explain(ctx, pod, nil); err != nil || len(changes) == 0 {
+			b.Fatal(err, changes)
+		}
+	}
+}

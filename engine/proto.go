@@ -43,6 +43,7 @@ package engine
 // once; Apply does not change them.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -97,18 +98,20 @@ const maxWorkerScripts = 16
 // The kinds of frames.
 const (
 	// from the parent
-	frameScan   = 'L' // body: JSON wireSource
-	frameDefine = 'D' // body: JSON wireScript
-	frameApply  = 'A' // body: the key of a defined script
-	frameFirst  = 'F' // body: the key of a defined script; an apply that stops at the first pod that fails
-	framePod    = 'P' // body: a ctx and a pod
-	frameSkip   = 'S' // body: why the parent could not encode the pod
-	frameEnd    = 'E' // empty
+	frameScan    = 'L' // body: JSON wireSource
+	frameDefine  = 'D' // body: JSON wireScript
+	frameApply   = 'A' // body: the key of a defined script
+	frameFirst   = 'F' // body: the key of a defined script; an apply that stops at the first pod that fails
+	frameExplain = 'X' // body: the key of a defined script; an apply that stops at the first pod that fails and explains each result
+	framePod     = 'P' // body: a ctx and a pod
+	frameSkip    = 'S' // body: why the parent could not encode the pod
+	frameEnd     = 'E' // empty
 	// from the worker
-	framePrint  = 'p' // body: JSON wirePrint
-	frameResult = 'r' // body: a pod
-	frameError  = 'e' // body: JSON wireError
-	frameDone   = 'd' // empty, or JSON wireError of a failed compile
+	framePrint   = 'p' // body: JSON wirePrint
+	frameResult  = 'r' // body: a pod
+	frameChanges = 'c' // body: JSON []wireChange, the changes of the result that follows
+	frameError   = 'e' // body: JSON wireError
+	frameDone    = 'd' // empty, or JSON wireError of a failed compile
 )
 
 // A wireScript is everything a worker needs to compile an overlay: its source, the results of
@@ -486,4 +489,86 @@ func (e *podEncoder) encode(pod *corev1.Pod) error {
 	}
 	e.pod = pod
 	return nil
+}
+
+// A wireChange is a Change.
+type wireChange struct {
+	Overlay, Path string
+	Old, New      json.RawMessage `json:",omitempty"`
+	File          string          `json:",omitempty"`
+	Line, Col     int32           `json:",omitempty"`
+}
+
+// toWireChanges converts changes for the parent.
+func toWireChanges(changes []Change) ([]byte, error) {
+	wc := make([]wireChange, len(changes))
+	for i, c := range changes {
+		w := wireChange{Overlay: c.Overlay, Path: c.Path}
+		var err error
+		if c.Old != nil {
+			if w.Old, err = json.Marshal(c.Old); err != nil {
+				return nil, err
+			}
+		}
+		if c.New != nil {
+			if w.New, err = json.Marshal(c.New); err != nil {
+				return nil, err
+			}
+		}
+		if c.Pos.IsValid() {
+			w.File, w.Line, w.Col = c.Pos.Filename(), c.Pos.Line, c.Pos.Col
+		}
+		wc[i] = w
+	}
+	return json.Marshal(wc)
+}
+
+// fromWireChanges turns wc back into the changes it was made from, with numbers as int64 or
+// float64 as the engine gives them.
+func fromWireChanges(wc []wireChange) []Change {
+	changes := make([]Change, len(wc))
+	for i, w := range wc {
+		c := Change{Overlay: w.Overlay, Path: w.Path, Old: jsonValue(w.Old), New: jsonValue(w.New)}
+		if w.File != "" {
+			file := w.File
+			c.Pos = syntax.MakePosition(&file, w.Line, w.Col)
+		}
+		changes[i] = c
+	}
+	return changes
+}
+
+// jsonValue decodes a value of a wireChange, nil for none.
+func jsonValue(data json.RawMessage) any {
+	if len(data) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	return numbers(v)
+}
+
+// numbers replaces the json.Numbers of v by int64 or float64.
+func numbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64()
+		return f
+	case map[string]any:
+		for k, x := range v {
+			v[k] = numbers(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = numbers(x)
+		}
+	}
+	return v
 }

@@ -36,6 +36,8 @@ type Write struct {
 	Backtrace string
 	// Input reports that no statement wrote the value: it came from the input pod.
 	Input bool
+
+	step uint64 // the execution step of the write
 }
 
 // A pathStep is one step of a pod field path: a field name, or what is between brackets (an
@@ -142,6 +144,7 @@ func (t *tracker) step(thread *starlark.Thread) {
 	at := func() *Write {
 		if here == nil {
 			here = writeAt(thread.CallStack())
+			here.step = thread.ExecutionSteps()
 		}
 		return here
 	}
@@ -187,10 +190,37 @@ func (t *tracker) visit(dict *starlark.Dict, at func() *Write) {
 		t.roots[dict] = w
 	}
 	for i, p := range t.paths {
-		if o := observe(dict, p); o != w.obs[i] || (!seen && o != "") {
+		o := observe(dict, p)
+		switch {
+		case !seen && o != "":
+			// A dict that holds what another holds is a copy (by merge, patch, dict(),
+			// ...): what it holds was written where the other's was.
+			w.obs[i] = o
+			if cw, found := t.copied(dict, i, o); found {
+				w.writes[i] = cw
+			} else {
+				w.writes[i] = at()
+			}
+		case o != w.obs[i]:
 			w.obs[i], w.writes[i] = o, at()
 		}
 	}
+}
+
+// copied returns the write of path i in the dicts other than self that hold o there, the
+// latest, and whether any holds it; a nil write of one that does means the value is the
+// input pod's.
+func (t *tracker) copied(self *starlark.Dict, i int, o string) (w *Write, found bool) {
+	for d, r := range t.roots {
+		if d == self || r.obs[i] != o {
+			continue
+		}
+		found = true
+		if cw := r.writes[i]; cw != nil && (w == nil || cw.step > w.step) {
+			w = cw
+		}
+	}
+	return w, found
 }
 
 // result returns the write of each path in the result root; made is the write of the
@@ -200,10 +230,17 @@ func (t *tracker) result(root starlark.Value, made func() Write) []Write {
 	dict, _ := root.(*starlark.Dict)
 	w := t.roots[dict]
 	for i := range out {
+		var wr *Write
+		var input bool // whether the value is the input pod's
+		if w != nil {
+			wr, input = w.writes[i], root == t.in || w.obs[i] != ""
+		} else if o := observe(root, t.paths[i]); o != "" {
+			wr, input = t.copied(nil, i, o)
+		}
 		switch {
-		case w != nil && w.writes[i] != nil:
-			out[i] = *w.writes[i]
-		case root == t.in:
+		case wr != nil:
+			out[i] = *wr
+		case input:
 			out[i] = Write{Input: true}
 		default:
 			out[i] = made()
@@ -228,6 +265,11 @@ func (o *Overlay) provenance(ctx context.Context, pod *corev1.Pod, env *Env, pat
 	if err != nil {
 		return nil
 	}
+	return o.provenanceFrom(ctx, in, pod, env, paths)
+}
+
+// provenanceFrom is provenance with in, the Starlark value of pod, converted already.
+func (o *Overlay) provenanceFrom(ctx context.Context, in starlark.Value, pod *corev1.Pod, env *Env, paths []string) []Write {
 	dict, ok := in.(*starlark.Dict)
 	if !ok {
 		return nil
