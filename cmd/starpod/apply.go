@@ -33,6 +33,7 @@ type applyFlags struct {
 	maxDoc   string // --max-document-size
 	maxInput string // --max-input-size
 	diff     bool   // --diff
+	explain  bool   // --explain
 }
 
 func newApplyCmd(a *app) *cobra.Command {
@@ -86,6 +87,7 @@ than --max-document-size, also once its YAML aliases are expanded, and input lar
 	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "`N` documents to apply at the same time (output order is unchanged)")
 	cmd.Flags().StringVar(&f.maxDoc, "max-document-size", bound.FormatSize(stream.DefaultMaxDocumentBytes), "largest `SIZE` of one document, also with its YAML aliases expanded (e.g. 16Mi)")
 	cmd.Flags().BoolVar(&f.diff, "diff", false, "print a unified diff of each changed pod's YAML before and after the overlays instead of the documents (exit 0 whether or not anything changed)")
+	cmd.Flags().BoolVar(&f.explain, "explain", false, "print each field the overlays changed in each pod, with its old and new value and the overlay file:line:col that wrote it, instead of the documents")
 	cmd.Flags().StringVar(&f.maxInput, "max-input-size", bound.FormatSize(stream.DefaultMaxInputBytes), "largest `SIZE` of the input, all files together (e.g. 4Gi)")
 	return cmd
 }
@@ -99,6 +101,9 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	}
 	if f.diff && f.output != "yaml" {
 		return usagef("--diff: diffs are of YAML; leave out -o %s", f.output)
+	}
+	if f.explain && (f.diff || f.output != "yaml") {
+		return usagef("--explain: prints explanations, not documents or diffs; leave out --diff and -o")
 	}
 	if f.jobs < 1 {
 		return usagef("--jobs: got %d, want a positive number", f.jobs)
@@ -148,6 +153,7 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	if f.diff {
 		p.diff = &diffOptions{color: colorOutput(a.stdout)}
 	}
+	p.explain = f.explain
 	out := &spool{limit: spoolMemory}
 	defer out.Close()
 	if err := p.run(files, f.jobs, out); err != nil {
@@ -167,13 +173,14 @@ const (
 // in batches, -j goroutines apply and encode the batches, and the caller's goroutine writes
 // their output in input order. The first error in input order ends the run.
 type pipeline struct {
-	ctx    context.Context
-	a      *app
-	chain  engine.Chain
-	env    *engine.Env
-	format string
-	limits stream.ReaderOptions // of every stream; InputOffset counts the streams before
-	diff   *diffOptions         // --diff: the diff of each changed pod instead of the documents
+	ctx     context.Context
+	a       *app
+	chain   engine.Chain
+	env     *engine.Env
+	format  string
+	limits  stream.ReaderOptions // of every stream; InputOffset counts the streams before
+	diff    *diffOptions         // --diff: the diff of each changed pod instead of the documents
+	explain bool                 // --explain: the changes of each pod instead of the documents
 }
 
 // A batch is consecutive documents of the input, or the error that ended reading.
@@ -205,8 +212,8 @@ func (p *pipeline) run(files []string, jobs int, w io.Writer) error {
 		}()
 	}
 	dw := &docWriter{w: w, format: p.format}
-	if p.diff != nil {
-		dw.format = "diff"
+	if p.diff != nil || p.explain {
+		dw.format = "text"
 	}
 	var failed error
 	for b := range order {
@@ -352,7 +359,14 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 	}
 	// The chain stops at the first pod that fails, in order, and returns the results of the
 	// pods before it.
-	results, err := p.chain.ApplyBatch(ctx, pods, p.env)
+	var results []*corev1.Pod
+	var changes [][]engine.Change // with --explain
+	var err error
+	if p.explain {
+		results, changes, err = explainBatch(ctx, p.chain, pods, p.env)
+	} else {
+		results, err = p.chain.ApplyBatch(ctx, pods, p.env)
+	}
 	if err != nil {
 		failed := len(results)
 		n := podDocs[failed]
@@ -365,7 +379,9 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 		var data []byte
 		var err error
 		if k < len(podDocs) && podDocs[k] == i {
-			if p.diff != nil {
+			if p.explain {
+				data = explanation(doc, pods[k], changes[k])
+			} else if p.diff != nil {
 				data, err = p.diff.pod(doc, pods[k], results[k], defaults[k])
 			} else if doc.Raw != nil && unchanged(pods[k], results[k]) {
 				data, err = passThrough(doc, p.format)
@@ -374,7 +390,7 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 			}
 			doc.Raw, pods[k], results[k], defaults[k] = nil, nil, nil, nil
 			k++
-		} else if p.diff == nil {
+		} else if p.diff == nil && !p.explain {
 			data, err = passThrough(doc, p.format)
 		}
 		if err != nil {

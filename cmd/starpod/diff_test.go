@@ -64,6 +64,38 @@ func TestApplyDiffExamples(t *testing.T) {
 	}
 }
 
+// TestApplyExplainExamples runs apply --explain on every pod example: exit 0, and every
+// change of the example's pod is explained with the overlay position that wrote it.
+func TestApplyExplainExamples(t *testing.T) {
+	examples, err := exampletest.Load(filepath.Join("..", "..", "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range examples {
+		t.Run(e.Name, func(t *testing.T) {
+			args := []string{"apply", "--explain", "--isolation=none", "--overlay-script", e.Script, "-f", filepath.Join(e.Dir, "pod.yaml")}
+			if _, err := os.Stat(filepath.Join(e.Dir, "env.yaml")); err == nil {
+				args = append(args, "--ctx-file", filepath.Join(e.Dir, "env.yaml"))
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+			if len(lines) < 2 || !strings.HasPrefix(lines[0], filepath.Join(e.Dir, "pod.yaml")+" document 1: pod ") {
+				t.Fatalf("got %q, want a pod's explanation", stdout.String())
+			}
+			for _, line := range lines[1:] {
+				// "  file.star:line:col: path: old -> new"
+				pos, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+				if !strings.HasPrefix(line, "  ") || !strings.Contains(pos, ".star:") || !strings.Contains(line, " -> ") {
+					t.Errorf("change without a position: %q", line)
+				}
+			}
+		})
+	}
+}
+
 // TestUnifiedDiffColor checks the colours of a diff on a terminal.
 func TestUnifiedDiffColor(t *testing.T) {
 	got, err := unifiedDiff("pod.yaml document 1", []byte("a: 1\nb: 2\n"), []byte("a: 1\nb: 3\n"), true)
