@@ -112,3 +112,31 @@ func TestUnifiedDiffColor(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestREADMEDiffExplain checks that the output the README shows for apply --diff and
+// --explain is the command's output.
+func TestREADMEDiffExplain(t *testing.T) {
+	t.Chdir("../..")
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"--diff", "--explain"} {
+		start := "```console\n$ starpod apply " + flag + " "
+		i := bytes.Index(data, []byte(start))
+		if i < 0 {
+			t.Fatalf("README.md shows no starpod apply %s", flag)
+		}
+		block := string(data[i+len("```console\n$ "):])
+		block = block[:strings.Index(block, "```")]
+		command, want, _ := strings.Cut(block, "\n")
+		args := append(strings.Fields(command)[1:], "--isolation=none")
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != 0 {
+			t.Fatalf("%s: exit %d: %s", command, code, stderr.String())
+		}
+		if diff := cmp.Diff(want, stdout.String()); diff != "" {
+			t.Errorf("README.md's %s output (-README +command):\n%s", flag, diff)
+		}
+	}
+}
