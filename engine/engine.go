@@ -47,6 +47,9 @@
 // costs about three plain applies (BenchmarkApplyInvalid against BenchmarkApply), and the run
 // again is bounded by the same limits; when it cannot attribute a write, the error keeps the
 // def line.
+//
+// To see what an overlay changed and where, use [Overlay.Explain] or [Chain.Explain]: each
+// changed field as a [Change], with its old and new value and the line that wrote it.
 package engine
 
 import (
