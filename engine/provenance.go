@@ -19,6 +19,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -106,7 +107,69 @@ func observe(root starlark.Value, path []pathStep) string {
 	if n == 0 {
 		return ""
 	}
-	return strconv.Itoa(n) + ":" + v.String()
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(n))
+	b.WriteByte(':')
+	budget := maxFingerprint
+	if n < len(path) {
+		// The path goes no further than v: what matters is when it does, or when v is
+		// replaced by another dict or list (a container made without the field).
+		budget = 0
+	}
+	fingerprint(&b, v, &budget)
+	return b.String()
+}
+
+// Bounds of a fingerprint, so that watching a path costs little at each step whatever it
+// holds: a deeply nested dict or a long string is never printed whole.
+const (
+	maxFingerprint       = 64 // values of a dict or list printed, its entries included
+	maxFingerprintString = 64 // bytes of a string printed whole
+)
+
+// fingerprint writes what tells v apart from another value: the value printed, up to budget
+// values; a dict or list beyond it by its identity and length, and a long string by its
+// length and ends. An equal fingerprint of a value changed in place far inside it, or of a
+// long string changed in its middle, misses that change; the write that put the value
+// there is still seen.
+func fingerprint(b *strings.Builder, v starlark.Value, budget *int) {
+	*budget--
+	switch v := v.(type) {
+	case *starlark.Dict:
+		if *budget < 0 {
+			fmt.Fprintf(b, "dict@%p/%d", v, v.Len())
+			return
+		}
+		b.WriteByte('{')
+		for _, item := range v.Items() {
+			fingerprint(b, item[0], budget)
+			b.WriteByte(':')
+			fingerprint(b, item[1], budget)
+			b.WriteByte(',')
+		}
+		b.WriteByte('}')
+	case *starlark.List:
+		if *budget < 0 {
+			fmt.Fprintf(b, "list@%p/%d", v, v.Len())
+			return
+		}
+		b.WriteByte('[')
+		for i := range v.Len() {
+			fingerprint(b, v.Index(i), budget)
+			b.WriteByte(',')
+		}
+		b.WriteByte(']')
+	case starlark.String:
+		if len(v) <= maxFingerprintString {
+			b.WriteString(strconv.Quote(string(v)))
+			return
+		}
+		fmt.Fprintf(b, "str/%d:%q...%q", len(v), string(v[:maxFingerprintString/2]), string(v[len(v)-maxFingerprintString/2:]))
+	default:
+		b.WriteString(v.Type())
+		b.WriteByte(' ')
+		b.WriteString(v.String())
+	}
 }
 
 // A tracker watches field paths in the dicts an overlay may return, at every step.
