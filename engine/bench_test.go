@@ -10,6 +10,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,4 +165,42 @@ func BenchmarkApplyVsJSON(b *testing.B) {
 	b.ReportMetric(float64(apply)/float64(roundTrip), "apply/json")
 	b.ReportMetric(float64(apply.Microseconds())/float64(b.N), "apply-µs/op")
 	b.ReportMetric(float64(roundTrip.Microseconds())/float64(b.N), "json-µs/op")
+}
+
+// BenchmarkApplyInvalid applies an overlay whose result is invalid: the apply, and the apply
+// again with write tracking that finds the line that wrote the bad value.
+func BenchmarkApplyInvalid(b *testing.B) {
+	pod := benchPod(b)
+	src := append(benchOverlay(b), "\ndef bad(pod):\n    pod[\"spec\"][\"restartPolicy\"] = \"Sometimes\"\n"...)
+	src = []byte(strings.Replace(string(src), "def overlay(pod", "def overlay0(pod", 1))
+	src = append(src, "\ndef overlay(pod):\n    overlay0(pod)\n    bad(pod)\n"...)
+	o, err := engine.Compile(context.Background(), "overlay.star", src, &engine.Options{Validation: engine.ValidatePod})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := o.Apply(ctx, pod, nil); err == nil {
+			b.Fatal("got no error")
+		}
+	}
+}
+
+// BenchmarkExplain explains the apply of BenchmarkApply: the apply, the apply again with
+// write tracking, and the comparison of the pods. Starpod's target is at most three times
+// BenchmarkApply.
+func BenchmarkExplain(b *testing.B) {
+	pod := benchPod(b)
+	o, err := engine.Compile(context.Background(), "overlay.star", benchOverlay(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, changes, err := o.Explain(ctx, pod, nil); err != nil || len(changes) == 0 {
+			b.Fatal(err, changes)
+		}
+	}
 }

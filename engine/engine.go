@@ -34,6 +34,22 @@
 // Every failure is an [*Error]: it names the overlay, the script position, the Starlark
 // backtrace where there is one, and for an invalid result the pod field path of each problem.
 // A limit that was hit is a [*LimitError] inside it; use errors.As to find either.
+//
+// The result is checked strictly against the Pod schema, and with [Options.Validation] also
+// as the API server would check it (package internal/validate's checks, which the scheduler
+// uses too). Each problem of an invalid result is reported where it was written: the
+// statement or helper call that last wrote the offending value, in the script or a module it
+// loads, with the Starlark call stack to it ([Error.Writes]); at the overlay's def line only
+// when no statement wrote it, the value having come from the input pod, which the message
+// then says. This costs nothing when the result is valid: an apply is deterministic, so on an
+// invalid result the overlay runs again on the same pod with a hook on every execution step
+// that watches the offending paths (provenance.go says how). A failed apply with its run again
+// costs about three plain applies (BenchmarkApplyInvalid against BenchmarkApply), and the run
+// again is bounded by the same limits; when it cannot attribute a write, the error keeps the
+// def line.
+//
+// To see what an overlay changed and where, use [Overlay.Explain] or [Chain.Explain]: each
+// changed field as a [Change], with its old and new value and the line that wrote it.
 package engine
 
 import (
@@ -56,6 +72,7 @@ import (
 	"github.com/starpod/starpod/internal/bound"
 	"github.com/starpod/starpod/internal/convert"
 	"github.com/starpod/starpod/internal/spell"
+	"github.com/starpod/starpod/internal/validate"
 )
 
 // Defaults for the zero values of [Options].
@@ -103,7 +120,28 @@ type Options struct {
 	// pool shared by the whole program that re-executes the program itself, which must then
 	// call [ServeWorkerIfRequested] first thing in main.
 	Workers *WorkerPool
+
+	// Validation says what is checked of the pod an overlay returns besides its schema.
+	// The zero value, ValidateSchema, checks the schema only.
+	Validation Validation
 }
+
+// Validation says what [Overlay.Apply] checks of the pod an overlay returns. Every level
+// checks the schema strictly (types, unknown fields, kind and apiVersion).
+type Validation int
+
+const (
+	// ValidateSchema checks the schema only.
+	ValidateSchema Validation = iota
+	// ValidatePod also checks what the API server would reject of a pod: names, labels,
+	// enumerations, ports, env, requests above limits, an image for every container. A pod
+	// applied with an Env that names a Workload is that workload's pod template, and is
+	// checked as ValidatePodTemplate checks.
+	ValidatePod
+	// ValidatePodTemplate checks as ValidatePod does, but not the name and namespace,
+	// which the controller of a pod template sets.
+	ValidatePodTemplate
+)
 
 func (o *Options) maxSteps() uint64 {
 	if o.MaxSteps == 0 {
@@ -216,7 +254,8 @@ type Overlay struct {
 	takes   int             // 1 for overlay(pod), 2 for overlay(pod, ctx)
 	pos     syntax.Position // where overlay is defined
 	opts    Options
-	run     runner // in this process, or in workers
+	run     runner          // in this process, or in workers
+	names   *validate.Cache // the problems of names seen by Options.Validation
 }
 
 // A runner applies a compiled overlay to pods: with envs[i] as the ctx of pods[i] when envs is
@@ -265,7 +304,7 @@ func Compile(ctx context.Context, name string, src []byte, opts *Options) (*Over
 	if opts.Isolation == WorkerProcess {
 		return compileWorker(ctx, name, src, opts)
 	}
-	o := &Overlay{name: name, opts: *opts}
+	o := &Overlay{name: name, opts: *opts, names: &validate.Cache{}}
 	o.run = local{o}
 	file, prog, err := compileFile(name, src, predeclared)
 	if err != nil {
@@ -545,7 +584,11 @@ func (o *Overlay) applyLocal(ctx context.Context, pod *corev1.Pod, env *Env) (*c
 	if err != nil {
 		return nil, err
 	}
-	return o.decode(out)
+	res, err := o.decode(out, env)
+	if e, ok := err.(*Error); ok && len(e.Fields) > 0 {
+		o.attribute(ctx, pod, env, e) // the apply again, with write tracking: see provenance.go
+	}
+	return res, err
 }
 
 // applyValue runs the script on the Starlark value of a pod and returns the value of the new pod.
@@ -582,8 +625,9 @@ func (o *Overlay) applyValue(ctx context.Context, pod starlark.Value, env *Env) 
 	}
 }
 
-// decode turns the value an overlay returned into a pod, strictly.
-func (o *Overlay) decode(v starlark.Value) (*corev1.Pod, error) {
+// decode turns the value an overlay returned into a pod, strictly. A pod whose env names a
+// workload is that workload's pod template, and ValidatePod checks it as ValidatePodTemplate.
+func (o *Overlay) decode(v starlark.Value, env *Env) (*corev1.Pod, error) {
 	pod := new(corev1.Pod)
 	errs, err := convert.Decode(v, pod, nil, &convert.Options{MaxBytes: o.opts.maxResultBytes()})
 	if err != nil {
@@ -595,6 +639,10 @@ func (o *Overlay) decode(v starlark.Value) (*corev1.Pod, error) {
 		return nil, &Error{Overlay: o.name, Pos: o.pos, Err: err}
 	}
 	errs = append(checkKind(pod), errs...)
+	if len(errs) == 0 && o.opts.Validation != ValidateSchema {
+		template := o.opts.Validation == ValidatePodTemplate || env != nil && env.Workload != nil
+		errs = validate.Pod(pod, &validate.Options{Template: template, Cache: o.names})
+	}
 	if len(errs) > 0 {
 		return nil, &Error{Overlay: o.name, Pos: o.pos, Fields: errs}
 	}

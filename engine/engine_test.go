@@ -202,13 +202,13 @@ func TestApplyErrors(t *testing.T) {
 		{name: "recursion", body: "    f(1)\ndef f(n):\n    f(n)", want: `function f called recursively`},
 		{name: "mutual recursion", body: "    f(1)\ndef f(n):\n    g(n)\ndef g(n):\n    f(n)", want: `called recursively`},
 		{name: "wrong type", body: "    pod[\"spec\"][\"containers\"][0][\"ports\"][0][\"containerPort\"] = \"29500\"",
-			want:   `^overlay.star:1:1: spec.containers\[0\].ports\[0\].containerPort: got string, want int`,
+			want:   `^overlay.star:3:45: spec.containers\[0\].ports\[0\].containerPort: got string, want int`,
 			fields: []*field.Error{field.TypeInvalid(field.NewPath("spec", "containers").Index(0).Child("ports").Index(0).Child("containerPort"), nil, "")}},
 		{name: "unknown field", body: "    pod[\"spec\"][\"tolerration\"] = []",
 			want:   `spec.tolerration: unknown field; did you mean "tolerations"\?`,
 			fields: []*field.Error{field.Forbidden(field.NewPath("spec", "tolerration"), "")}},
 		{name: "several", body: "    pod[\"spec\"][\"hostname\"] = 1\n    pod[\"metadata\"][\"labels\"][\"x\"] = 2",
-			want: `^overlay.star:1:1: metadata.labels\[x\]: got int, want string\noverlay.star:1:1: spec.hostname: got int, want string$`,
+			want: `^overlay.star:4:30: metadata.labels\[x\]: got int, want string\noverlay.star:3:16: spec.hostname: got int, want string$`,
 			fields: []*field.Error{
 				field.TypeInvalid(field.NewPath("metadata", "labels").Key("x"), nil, ""),
 				field.TypeInvalid(field.NewPath("spec", "hostname"), nil, ""),
@@ -234,22 +234,22 @@ func TestApplyErrors(t *testing.T) {
 		{name: "bad quantity", body: "    pod[\"spec\"][\"containers\"][0][\"resources\"][\"limits\"][\"cpu\"] = \"four\"",
 			fields: []*field.Error{field.Invalid(field.NewPath("spec", "containers").Index(0).Child("resources", "limits").Key("cpu"), nil, "")}},
 		{name: "kind changed", body: "    pod[\"kind\"] = \"Deployment\"",
-			want:   `^overlay.star:1:1: kind: got "Deployment", want "Pod"$`,
+			want:   `^overlay.star:3:8: kind: got "Deployment", want "Pod"$`,
 			fields: []*field.Error{field.Invalid(field.NewPath("kind"), nil, "")}},
 		{name: "apiVersion changed", body: "    pod[\"apiVersion\"] = \"v2\"",
-			want:   `^overlay.star:1:1: apiVersion: got "v2", want "v1"$`,
+			want:   `^overlay.star:3:8: apiVersion: got "v2", want "v1"$`,
 			fields: []*field.Error{field.Invalid(field.NewPath("apiVersion"), nil, "")}},
 		{name: "new dict of another kind", body: "    return {\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"spec\": {\"hostname\": 1}}",
-			want: `^overlay.star:1:1: kind: got "Deployment", want "Pod"\n` +
-				`overlay.star:1:1: apiVersion: got "apps/v1", want "v1"\n` +
-				`overlay.star:1:1: spec.hostname: got int, want string$`,
+			want: `^overlay.star:3:66: kind: got "Deployment", want "Pod"\n` +
+				`overlay.star:3:66: apiVersion: got "apps/v1", want "v1"\n` +
+				`overlay.star:3:66: spec.hostname: got int, want string$`,
 			fields: []*field.Error{
 				field.Invalid(field.NewPath("kind"), nil, ""),
 				field.Invalid(field.NewPath("apiVersion"), nil, ""),
 				field.TypeInvalid(field.NewPath("spec", "hostname"), nil, ""),
 			}},
 		{name: "kind of the wrong type", body: "    pod[\"kind\"] = 1",
-			want:   `^overlay.star:1:1: kind: got int, want string$`,
+			want:   `^overlay.star:3:8: kind: got int, want string$`,
 			fields: []*field.Error{field.TypeInvalid(field.NewPath("kind"), nil, "")}},
 		{name: "steps", body: "    for i in range(1 << 40):\n        pass", want: `^overlay.star:3:5: exceeded the limit of 1000000 execution steps`, limit: engine.LimitSteps},
 		{name: "result size", body: "    pod[\"metadata\"][\"annotations\"] = {\"big\": \"x\" * (2 << 20)}",
@@ -540,7 +540,7 @@ func TestChain(t *testing.T) {
 	if !errors.As(err, &e) || e.Overlay != "bad.star" {
 		t.Fatalf("got %v, want an error of bad.star", err)
 	}
-	matchErr(t, err, `^bad.star:1:1: spec.nope: unknown field`)
+	matchErr(t, err, `^bad.star:2:16: spec.nope: unknown field`)
 	// An empty chain returns a copy.
 	in := testPod()
 	got, err = engine.Chain{}.Apply(context.Background(), in, nil)

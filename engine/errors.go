@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -33,6 +34,11 @@ type Error struct {
 	// Fields lists the problems of an invalid result, each with its pod field path,
 	// e.g. spec.containers[0].ports[0].containerPort.
 	Fields field.ErrorList
+	// Writes says, for each of Fields, where the overlay last wrote the offending value: the
+	// statement or helper call, in the script or a module it loads, with the call stack to
+	// it; or that the value came from the input pod. It is empty when no write could be
+	// found; then Pos is the overlay function's. Pos and Backtrace are those of Writes[0].
+	Writes []Write
 	Err    error // the cause: a syntax error, a *LimitError, a context error, ...
 }
 
@@ -50,7 +56,20 @@ func (e *Error) Error() string {
 			if i > 0 {
 				b.WriteByte('\n')
 			}
-			fmt.Fprintf(&b, "%s: %s: %s", prefix, fe.Field, fe.Detail)
+			p, note := prefix, ""
+			if i < len(e.Writes) {
+				w := e.Writes[i]
+				if w.Pos.IsValid() {
+					p = w.Pos.String()
+					if w.Pos.Filename() != e.Overlay && e.Overlay != "" {
+						p = e.Overlay + ": " + p
+					}
+				}
+				if w.Input {
+					note = "; the value came from the input pod"
+				}
+			}
+			fmt.Fprintf(&b, "%s: %s: %s%s", p, fe.Field, detail(fe), note)
 		}
 		return b.String()
 	}
@@ -66,6 +85,22 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// detail returns the message of a field error without its path: its detail, and the value
+// got when the detail does not say it.
+func detail(fe *field.Error) string {
+	switch fe.Type {
+	case field.ErrorTypeNotSupported:
+		if want, ok := strings.CutPrefix(fe.Detail, "supported values: "); ok {
+			return fmt.Sprintf("got %s, want one of %s", excerpt(strconv.Quote(fmt.Sprint(fe.BadValue))), want)
+		}
+	case field.ErrorTypeInvalid:
+		if s, ok := fe.BadValue.(string); ok && s != "" && !strings.HasPrefix(fe.Detail, "got ") {
+			return fmt.Sprintf("got %s, %s", excerpt(strconv.Quote(s)), fe.Detail)
+		}
+	}
+	return fe.Detail
+}
 
 // A Limit names one of the limits of an overlay.
 type Limit int

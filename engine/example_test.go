@@ -51,7 +51,7 @@ def overlay(pod):
 		fmt.Println(e.Overlay, e.Fields[0].Field)
 	}
 	// Output:
-	// typo.star:2:1: spec.tolerration: unknown field; did you mean "tolerations"?
+	// typo.star:3:16: spec.tolerration: unknown field; did you mean "tolerations"?
 	// typo.star spec.tolerration
 }
 

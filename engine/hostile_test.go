@@ -36,7 +36,7 @@ import (
 	"github.com/starpod/starpod/internal/bound"
 )
 
-var updateHostile = flag.Bool("update", false, "rewrite the want lines of testdata/hostile and sandbox_hostile.txtar")
+var updateHostile = flag.Bool("update", false, "rewrite the golden files: the want lines of testdata/hostile and sandbox_hostile.txtar, and testdata/provenance/*.golden")
 
 const hostileDir = "../testdata/hostile"
 

@@ -43,6 +43,7 @@ package engine
 // once; Apply does not change them.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -97,18 +98,20 @@ const maxWorkerScripts = 16
 // The kinds of frames.
 const (
 	// from the parent
-	frameScan   = 'L' // body: JSON wireSource
-	frameDefine = 'D' // body: JSON wireScript
-	frameApply  = 'A' // body: the key of a defined script
-	frameFirst  = 'F' // body: the key of a defined script; an apply that stops at the first pod that fails
-	framePod    = 'P' // body: a ctx and a pod
-	frameSkip   = 'S' // body: why the parent could not encode the pod
-	frameEnd    = 'E' // empty
+	frameScan    = 'L' // body: JSON wireSource
+	frameDefine  = 'D' // body: JSON wireScript
+	frameApply   = 'A' // body: the key of a defined script
+	frameFirst   = 'F' // body: the key of a defined script; an apply that stops at the first pod that fails
+	frameExplain = 'X' // body: the key of a defined script; an apply that stops at the first pod that fails and explains each result
+	framePod     = 'P' // body: a ctx and a pod
+	frameSkip    = 'S' // body: why the parent could not encode the pod
+	frameEnd     = 'E' // empty
 	// from the worker
-	framePrint  = 'p' // body: JSON wirePrint
-	frameResult = 'r' // body: a pod
-	frameError  = 'e' // body: JSON wireError
-	frameDone   = 'd' // empty, or JSON wireError of a failed compile
+	framePrint   = 'p' // body: JSON wirePrint
+	frameResult  = 'r' // body: a pod
+	frameChanges = 'c' // body: JSON []wireChange, the changes of the result that follows
+	frameError   = 'e' // body: JSON wireError
+	frameDone    = 'd' // empty, or JSON wireError of a failed compile
 )
 
 // A wireScript is everything a worker needs to compile an overlay: its source, the results of
@@ -123,6 +126,7 @@ type wireScript struct {
 	Timeout        time.Duration // Options.Timeout
 	MaxResultBytes int64         // Options.MaxResultBytes
 	Print          bool          // whether print() output goes back to the parent
+	Validation     Validation    `json:",omitempty"` // Options.Validation
 }
 
 // A wireSource is one file for a worker to scan.
@@ -168,6 +172,15 @@ type wireField struct {
 	Field    string
 	BadValue json.RawMessage `json:",omitempty"`
 	Detail   string
+	Write    *wireWrite `json:",omitempty"` // Error.Writes of the field
+}
+
+// A wireWrite is a Write.
+type wireWrite struct {
+	File      string `json:",omitempty"`
+	Line, Col int32  `json:",omitempty"`
+	Backtrace string `json:",omitempty"`
+	Input     bool   `json:",omitempty"`
 }
 
 type wireLimit struct {
@@ -186,8 +199,15 @@ func toWire(err error) *wireError {
 	if e.Pos.IsValid() {
 		w.File, w.Line, w.Col = e.Pos.Filename(), e.Pos.Line, e.Pos.Col
 	}
-	for _, fe := range e.Fields {
+	for i, fe := range e.Fields {
 		wf := wireField{Type: fe.Type, Field: fe.Field, Detail: fe.Detail}
+		if i < len(e.Writes) {
+			w := e.Writes[i]
+			wf.Write = &wireWrite{Backtrace: w.Backtrace, Input: w.Input}
+			if w.Pos.IsValid() {
+				wf.Write.File, wf.Write.Line, wf.Write.Col = w.Pos.Filename(), w.Pos.Line, w.Pos.Col
+			}
+		}
 		if fe.BadValue != nil {
 			if data, err := json.Marshal(fe.BadValue); err == nil {
 				wf.BadValue = data
@@ -223,6 +243,17 @@ func (w *wireError) error() error {
 			}
 		}
 		e.Fields = append(e.Fields, fe)
+		if wf.Write != nil {
+			if e.Writes == nil {
+				e.Writes = make([]Write, len(w.Fields))
+			}
+			ww := Write{Backtrace: wf.Write.Backtrace, Input: wf.Write.Input}
+			if wf.Write.File != "" {
+				file := wf.Write.File
+				ww.Pos = syntax.MakePosition(&file, wf.Write.Line, wf.Write.Col)
+			}
+			e.Writes[len(e.Fields)-1] = ww
+		}
 	}
 	switch {
 	case w.Limit != nil:
@@ -266,6 +297,10 @@ func (w *wireError) encode(max int) ([]byte, error) {
 		f.Detail = cutText(f.Detail, maxErrorText)
 		if len(f.BadValue) > maxErrorText {
 			f.BadValue = nil
+		}
+		if f.Write != nil {
+			f.Write.File = cutText(f.Write.File, maxErrorText)
+			f.Write.Backtrace = cutText(f.Write.Backtrace, maxErrorText)
 		}
 	}
 	// Keep the field errors that fit, and room for a last one: its path takes at most 6
@@ -490,4 +525,86 @@ func (e *podEncoder) encode(pod *corev1.Pod) error {
 	}
 	e.pod = pod
 	return nil
+}
+
+// A wireChange is a Change.
+type wireChange struct {
+	Overlay, Path string
+	Old, New      json.RawMessage `json:",omitempty"`
+	File          string          `json:",omitempty"`
+	Line, Col     int32           `json:",omitempty"`
+}
+
+// toWireChanges converts changes for the parent.
+func toWireChanges(changes []Change) ([]byte, error) {
+	wc := make([]wireChange, len(changes))
+	for i, c := range changes {
+		w := wireChange{Overlay: c.Overlay, Path: c.Path}
+		var err error
+		if c.Old != nil {
+			if w.Old, err = json.Marshal(c.Old); err != nil {
+				return nil, err
+			}
+		}
+		if c.New != nil {
+			if w.New, err = json.Marshal(c.New); err != nil {
+				return nil, err
+			}
+		}
+		if c.Pos.IsValid() {
+			w.File, w.Line, w.Col = c.Pos.Filename(), c.Pos.Line, c.Pos.Col
+		}
+		wc[i] = w
+	}
+	return json.Marshal(wc)
+}
+
+// fromWireChanges turns wc back into the changes it was made from, with numbers as int64 or
+// float64 as the engine gives them.
+func fromWireChanges(wc []wireChange) []Change {
+	changes := make([]Change, len(wc))
+	for i, w := range wc {
+		c := Change{Overlay: w.Overlay, Path: w.Path, Old: jsonValue(w.Old), New: jsonValue(w.New)}
+		if w.File != "" {
+			file := w.File
+			c.Pos = syntax.MakePosition(&file, w.Line, w.Col)
+		}
+		changes[i] = c
+	}
+	return changes
+}
+
+// jsonValue decodes a value of a wireChange, nil for none.
+func jsonValue(data json.RawMessage) any {
+	if len(data) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	return numbers(v)
+}
+
+// numbers replaces the json.Numbers of v by int64 or float64.
+func numbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64()
+		return f
+	case map[string]any:
+		for k, x := range v {
+			v[k] = numbers(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = numbers(x)
+		}
+	}
+	return v
 }

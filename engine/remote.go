@@ -30,6 +30,23 @@ type batch struct {
 	out    []*corev1.Pod
 	errs   []error
 	failed bool // whether a pod has failed
+
+	explain bool       // whether to explain each result (Overlay.Explain)
+	changes [][]Change // the changes of each pod, with explain
+}
+
+// explain is Overlay.Explain in a worker: one pod, whose changes the worker sends before the
+// result.
+func (r *remote) explain(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1.Pod, []Change, error) {
+	b := &batch{pods: []*corev1.Pod{pod}, env: env, first: true, todo: []int{0},
+		out: make([]*corev1.Pod, 1), errs: make([]error, 1), explain: true, changes: make([][]Change, 1)}
+	if a := r.call(ctx, b); a.err != nil && b.errs[0] == nil {
+		b.errs[0] = a.err
+	}
+	if b.errs[0] != nil {
+		return nil, nil, b.errs[0]
+	}
+	return b.out[0], b.changes[0], nil
 }
 
 // apply applies the overlay in workers to each pod, with the ctx envs[i] for pods[i] when
@@ -289,6 +306,16 @@ func (x *applyExchange) Answer(kind byte, body []byte) (bool, error) {
 	}
 	i := b.todo[n]
 	switch kind {
+	case frameChanges:
+		if !b.explain {
+			return false, errors.New("got changes, want an answer")
+		}
+		var wc []wireChange
+		if err := json.Unmarshal(body, &wc); err != nil {
+			return false, fmt.Errorf("malformed changes: %v", err)
+		}
+		b.changes[i] = fromWireChanges(wc)
+		return false, nil // the result follows
 	case frameResult:
 		if !b.failed || !b.first {
 			pod, err := decodePod(body)
@@ -327,7 +354,10 @@ type workerState struct {
 // sendPods sends an apply request of the script key to the pods of b still to do.
 func (st *workerState) sendPods(in *bufio.Writer, key string, b *batch) error {
 	apply := byte(frameApply)
-	if b.first {
+	switch {
+	case b.explain:
+		apply = frameExplain
+	case b.first:
 		apply = frameFirst
 	}
 	if err := sandbox.WriteFrame(in, apply, []byte(key)); err != nil {

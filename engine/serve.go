@@ -76,8 +76,9 @@ func (s *server) serve() error {
 			err = s.scan(body)
 		case kind == frameDefine:
 			err = s.define(body)
-		case kind == frameApply, kind == frameFirst:
-			err = s.apply(string(body), kind == frameFirst)
+		case kind == frameApply, kind == frameFirst, kind == frameExplain:
+			s.explain = kind == frameExplain
+			err = s.apply(string(body), kind != frameApply)
 		default:
 			err = fmt.Errorf("got a frame of kind %q, want a request", kind)
 		}
@@ -102,6 +103,8 @@ type server struct {
 	printDropped bool // whether the rest is dropped
 
 	answerMax int // the largest frame the parent reads, for the script at hand
+
+	explain bool // whether the apply at hand explains each result
 
 	// The ctx and pod decoded last, and their encodings.
 	lastEnvData, lastPodData []byte
@@ -266,12 +269,31 @@ func (s *server) applyPod(o *Overlay, body []byte) (bool, error) {
 		s.lastPod, s.lastPodData = pod, append(s.lastPodData[:0], podData...)
 	}
 	s.resetPrint()
-	res, err := o.Apply(context.Background(), s.lastPod, s.lastEnv)
+	var res *corev1.Pod
+	var changes []Change
+	var err error
+	if s.explain {
+		res, changes, err = o.Explain(context.Background(), s.lastPod, s.lastEnv)
+	} else {
+		res, err = o.Apply(context.Background(), s.lastPod, s.lastEnv)
+	}
 	if s.printErr != nil {
 		return false, s.printErr
 	}
 	if err != nil {
 		return false, s.writeError(frameError, err)
+	}
+	if s.explain {
+		data, err := toWireChanges(changes)
+		if err == nil && len(data) > s.answerMax {
+			err = fmt.Errorf("the explanation of %d bytes exceeds the limit of %d bytes of a worker's answer", len(data), s.answerMax)
+		}
+		if err != nil {
+			return false, s.writeError(frameError, &Error{Overlay: o.name, Err: fmt.Errorf("encoding the changes: %v", err)})
+		}
+		if err := sandbox.WriteFrame(s.out, frameChanges, data); err != nil {
+			return false, err
+		}
 	}
 	if err := s.enc.encode(res); err != nil {
 		return false, s.writeError(frameError, &Error{Overlay: o.name, Err: fmt.Errorf("encoding the result: %v", err)})
@@ -289,7 +311,7 @@ func (s *server) applyPod(o *Overlay, body []byte) (bool, error) {
 
 // options returns the in-process options of a script sent to a worker.
 func (d *wireScript) options(print func(syntax.Position, string)) *Options {
-	opts := &Options{MaxSteps: d.MaxSteps, Timeout: d.Timeout, MaxResultBytes: d.MaxResultBytes}
+	opts := &Options{MaxSteps: d.MaxSteps, Timeout: d.Timeout, MaxResultBytes: d.MaxResultBytes, Validation: d.Validation}
 	if d.Print {
 		opts.Print = print
 	}

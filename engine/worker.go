@@ -184,7 +184,7 @@ func compileWorker(ctx context.Context, name string, src []byte, opts *Options) 
 	}
 	d := &wireScript{Name: name, Src: src, HasLoader: opts.Loader != nil,
 		MaxSteps: opts.MaxSteps, Timeout: opts.Timeout, MaxResultBytes: opts.MaxResultBytes,
-		Print: opts.Print != nil}
+		Print: opts.Print != nil, Validation: opts.Validation}
 	if opts.Loader != nil {
 		loads, err := resolveLoads(ctx, name, src, opts, pool)
 		if err != nil {

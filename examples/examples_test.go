@@ -51,7 +51,7 @@ func TestStarlarkTests(t *testing.T) {
 }
 
 func runExample(t *testing.T, e *exampletest.Example) {
-	o, err := e.Compile(context.Background(), engine.Options{})
+	o, err := e.Compile(context.Background(), engine.Options{Validation: engine.ValidatePod})
 	if err != nil {
 		t.Fatal(err)
 	}

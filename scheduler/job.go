@@ -22,8 +22,8 @@ import (
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
+	"github.com/starpod/starpod/internal/validate"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -734,44 +734,13 @@ func confinedError(err error, root, name string) error {
 	return err
 }
 
-// nameChecks remembers the problems of the label keys and values and the DNS labels (volume
-// and container names) that pods had, which are mostly the same in every pod of a job:
-// checking them is the dearest part of validatePod. It is safe for concurrent use.
-type nameChecks struct {
-	keys, values, dns sync.Map // string → []string, the problems
-}
-
-func (c *nameChecks) check(m *sync.Map, s string, check func(string) []string) []string {
-	if msgs, ok := m.Load(s); ok {
-		return msgs.([]string)
-	}
-	msgs := check(s)
-	m.Store(s, msgs)
-	return msgs
-}
-
-func (c *nameChecks) labelKey(k string) []string { return c.check(&c.keys, k, content.IsLabelKey) }
-
-func (c *nameChecks) labelValue(v string) []string {
-	return c.check(&c.values, v, content.IsLabelValue)
-}
-
-func (c *nameChecks) dnsLabel(s string) []string { return c.check(&c.dns, s, content.IsDNS1123Label) }
-
-// The values of the enumerated pod fields that validatePod checks. An empty value is left
-// for the API server to default.
-var (
-	restartPolicies = []corev1.RestartPolicy{corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}
-	dnsPolicies     = []corev1.DNSPolicy{corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone}
-	pullPolicies    = []corev1.PullPolicy{corev1.PullAlways, corev1.PullNever, corev1.PullIfNotPresent}
-	protocols       = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
-)
+// nameChecks remembers the problems of the names that pods had, which are mostly the same in
+// every pod of a job: checking them is the dearest part of validatePod.
+type nameChecks = validate.Cache
 
 // validatePod checks what the engine's schema check cannot, and what the API server would
-// reject: names, references between fields, the values of enumerated fields, port numbers,
-// env entries with both a value and a source, requests above limits, and the metadata that
-// Volcano owns. The labels in skip are starpod's bookkeeping labels, which are checked once
-// for the job.
+// reject (package validate's checks of a pod template), and the metadata that Volcano owns.
+// The labels in skip are starpod's bookkeeping labels, which are checked once for the job.
 func validatePod(pod *corev1.Pod, checks *nameChecks, skip map[string]string) field.ErrorList {
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
@@ -781,141 +750,7 @@ func validatePod(pod *corev1.Pod, checks *nameChecks, skip map[string]string) fi
 	if pod.Namespace != "" {
 		errs = append(errs, field.Forbidden(meta.Child("namespace"), "pods run in the job's namespace (--cfg namespace)"))
 	}
-	for _, k := range sortedKeys(pod.Labels) {
-		if v, ok := skip[k]; ok && v == pod.Labels[k] {
-			continue
-		}
-		for _, msg := range checks.labelKey(k) {
-			errs = append(errs, field.Invalid(meta.Child("labels").Key(k), k, msg))
-		}
-		for _, msg := range checks.labelValue(pod.Labels[k]) {
-			errs = append(errs, field.Invalid(meta.Child("labels").Key(k), pod.Labels[k], msg))
-		}
-	}
-	for _, k := range sortedKeys(pod.Annotations) {
-		for _, msg := range checks.labelKey(k) {
-			errs = append(errs, field.Invalid(meta.Child("annotations").Key(k), k, msg))
-		}
-	}
-	spec := field.NewPath("spec")
-	volumes := make(map[string]bool)
-	for i, v := range pod.Spec.Volumes {
-		p := spec.Child("volumes").Index(i).Child("name")
-		for _, msg := range checks.dnsLabel(v.Name) {
-			errs = append(errs, field.Invalid(p, v.Name, msg))
-		}
-		if volumes[v.Name] {
-			errs = append(errs, field.Duplicate(p, v.Name))
-		}
-		volumes[v.Name] = true
-	}
-	if len(pod.Spec.Containers) == 0 {
-		errs = append(errs, field.Required(spec.Child("containers"), "a pod needs a container"))
-	}
-	names := make(map[string]bool)
-	check := func(p *field.Path, c *corev1.Container) {
-		for _, msg := range checks.dnsLabel(c.Name) {
-			errs = append(errs, field.Invalid(p.Child("name"), c.Name, msg))
-		}
-		if names[c.Name] {
-			errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
-		}
-		names[c.Name] = true
-		if c.Image == "" {
-			errs = append(errs, field.Required(p.Child("image"), ""))
-		}
-		for i, vm := range c.VolumeMounts {
-			if !volumes[vm.Name] {
-				errs = append(errs, field.Invalid(p.Child("volumeMounts").Index(i).Child("name"), vm.Name,
-					"want the name of one of the pod's volumes"))
-			}
-		}
-		if c.ImagePullPolicy != "" && !slices.Contains(pullPolicies, c.ImagePullPolicy) {
-			errs = append(errs, field.NotSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy, pullPolicies))
-		}
-		var ports map[string]bool // the names so far
-		for i, port := range c.Ports {
-			pp := func() *field.Path { return p.Child("ports").Index(i) } // made only for an error
-			if port.Name != "" {
-				for _, msg := range validation.IsValidPortName(port.Name) {
-					errs = append(errs, field.Invalid(pp().Child("name"), port.Name, msg))
-				}
-				if ports[port.Name] {
-					errs = append(errs, field.Duplicate(pp().Child("name"), port.Name))
-				}
-				if ports == nil {
-					ports = make(map[string]bool, len(c.Ports))
-				}
-				ports[port.Name] = true
-			}
-			for _, msg := range validation.IsValidPortNum(int(port.ContainerPort)) {
-				errs = append(errs, field.Invalid(pp().Child("containerPort"), port.ContainerPort,
-					fmt.Sprintf("got %d, %s", port.ContainerPort, msg)))
-			}
-			if port.HostPort != 0 {
-				for _, msg := range validation.IsValidPortNum(int(port.HostPort)) {
-					errs = append(errs, field.Invalid(pp().Child("hostPort"), port.HostPort,
-						fmt.Sprintf("got %d, %s (or 0 for none)", port.HostPort, msg)))
-				}
-			}
-			if port.Protocol != "" && !slices.Contains(protocols, port.Protocol) {
-				errs = append(errs, field.NotSupported(pp().Child("protocol"), port.Protocol, protocols))
-			}
-		}
-		for i, e := range c.Env {
-			if e.Value != "" && e.ValueFrom != nil {
-				errs = append(errs, field.Invalid(p.Child("env").Index(i).Child("valueFrom"), nil,
-					"got both value and valueFrom, want one"))
-			}
-		}
-		errs = append(errs, validateResources(&c.Resources, p)...)
-	}
-	for i := range pod.Spec.InitContainers {
-		check(spec.Child("initContainers").Index(i), &pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		check(spec.Child("containers").Index(i), &pod.Spec.Containers[i])
-	}
-	if p := pod.Spec.RestartPolicy; p != "" && !slices.Contains(restartPolicies, p) {
-		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), p, restartPolicies))
-	}
-	if p := pod.Spec.DNSPolicy; p != "" && !slices.Contains(dnsPolicies, p) {
-		errs = append(errs, field.NotSupported(spec.Child("dnsPolicy"), p, dnsPolicies))
-	}
-	return errs
-}
-
-// validateResources checks that no request is above its limit, and that a resource that
-// cannot be overcommitted (a device, hugepages) has a limit equal to its request, as the API
-// server does. p is the container's path.
-func validateResources(res *corev1.ResourceRequirements, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for _, name := range sortedKeys(res.Requests) {
-		req := res.Requests[name]
-		lim, ok := res.Limits[name]
-		switch {
-		case !ok && !overcommitAllowed(name):
-			errs = append(errs, field.Required(p.Child("resources", "limits").Key(string(name)),
-				fmt.Sprintf("%s cannot be overcommitted: want a limit equal to the request %s", name, req.String())))
-		case !ok:
-		case !overcommitAllowed(name) && req.Cmp(lim) != 0:
-			errs = append(errs, field.Invalid(p.Child("resources", "requests").Key(string(name)), req.String(),
-				fmt.Sprintf("want the limit %s: %s cannot be overcommitted", lim.String(), name)))
-		case req.Cmp(lim) > 0:
-			errs = append(errs, field.Invalid(p.Child("resources", "requests").Key(string(name)), req.String(),
-				fmt.Sprintf("want at most the limit %s", lim.String())))
-		}
-	}
-	return errs
-}
-
-// overcommitAllowed reports whether a container may request less of the resource than its
-// limit: as for Kubernetes, native resources (no domain, or kubernetes.io/) other than
-// hugepages.
-func overcommitAllowed(name corev1.ResourceName) bool {
-	s := string(name)
-	native := !strings.Contains(s, "/") || strings.HasPrefix(s, corev1.ResourceDefaultNamespacePrefix)
-	return native && !strings.HasPrefix(s, corev1.ResourceHugePagesPrefix)
+	return append(errs, validate.Pod(pod, &validate.Options{Template: true, SkipLabels: skip, Cache: checks})...)
 }
 
 // AppFromJob reads back the app spec that Build stored in the job's AnnotationAppSpec.

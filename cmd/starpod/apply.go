@@ -35,6 +35,8 @@ type applyFlags struct {
 	maxDoc   string   // --max-document-size
 	maxInput string   // --max-input-size
 	podTmpl  []string // --pod-template
+	diff     bool     // --diff
+	explain  bool     // --explain
 }
 
 func newApplyCmd(a *app) *cobra.Command {
@@ -98,6 +100,8 @@ than --max-document-size, also once its YAML aliases are expanded, and input lar
 	cmd.Flags().IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "`N` documents to apply at the same time (output order is unchanged)")
 	cmd.Flags().StringVar(&f.maxDoc, "max-document-size", bound.FormatSize(stream.DefaultMaxDocumentBytes), "largest `SIZE` of one document, also with its YAML aliases expanded (e.g. 16Mi)")
 	cmd.Flags().StringArrayVar(&f.podTmpl, "pod-template", nil, "`GROUP/KIND=PATH` of the pod templates of more kinds, e.g. example.com/Trainer=spec.workers[*].template (repeatable)")
+	cmd.Flags().BoolVar(&f.diff, "diff", false, "print a unified diff of each changed document's YAML before and after the overlays instead of the documents (exit 0 whether or not anything changed)")
+	cmd.Flags().BoolVar(&f.explain, "explain", false, "print each field the overlays changed in each pod and pod template, with its old and new value and the overlay file:line:col that wrote it, instead of the documents")
 	cmd.Flags().StringVar(&f.maxInput, "max-input-size", bound.FormatSize(stream.DefaultMaxInputBytes), "largest `SIZE` of the input, all files together (e.g. 4Gi)")
 	return cmd
 }
@@ -108,6 +112,12 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	}
 	if f.output != "yaml" && f.output != "json" {
 		return usagef("--output: got %q, want yaml or json", f.output)
+	}
+	if f.diff && f.output != "yaml" {
+		return usagef("--diff: diffs are of YAML; leave out -o %s", f.output)
+	}
+	if f.explain && (f.diff || f.output != "yaml") {
+		return usagef("--explain: prints explanations, not documents or diffs; leave out --diff and -o")
 	}
 	if f.jobs < 1 {
 		return usagef("--jobs: got %d, want a positive number", f.jobs)
@@ -141,6 +151,9 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	if err != nil {
 		return err
 	}
+	// Each overlay's result is checked as the API server would check the pod (a pod template
+	// as a template), as run checks the pods of its tasks.
+	f.validation = engine.ValidatePod
 	chain, err := f.compile(ctx, a, f.scripts)
 	if err != nil {
 		return err
@@ -155,6 +168,10 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	}
 	p := &pipeline{ctx: ctx, a: a, chain: chain, env: env, format: f.output, rules: rules,
 		limits: stream.ReaderOptions{MaxDocumentBytes: maxDoc, MaxInputBytes: maxInput}}
+	if f.diff {
+		p.diff = &diffOptions{color: colorOutput(a.stdout)}
+	}
+	p.explain = f.explain
 	out := &spool{limit: spoolMemory}
 	defer out.Close()
 	if err := p.run(files, f.jobs, out); err != nil {
@@ -178,13 +195,15 @@ const (
 // in batches, -j goroutines apply and encode the batches, and the caller's goroutine writes
 // their output in input order. The first error in input order ends the run.
 type pipeline struct {
-	ctx    context.Context
-	a      *app
-	chain  engine.Chain
-	env    *engine.Env
-	format string
-	limits stream.ReaderOptions // of every stream; InputOffset counts the streams before
-	rules  workload.Options     // where the pod templates of more kinds are
+	ctx     context.Context
+	a       *app
+	chain   engine.Chain
+	env     *engine.Env
+	format  string
+	limits  stream.ReaderOptions // of every stream; InputOffset counts the streams before
+	rules   workload.Options     // where the pod templates of more kinds are
+	diff    *diffOptions         // --diff: the diff of each changed document instead of the documents
+	explain bool                 // --explain: the changes of each pod instead of the documents
 
 	pods      atomic.Int64 // pods and pod templates found
 	templates atomic.Int64 // documents that hold pod templates
@@ -219,6 +238,9 @@ func (p *pipeline) run(files []string, jobs int, w io.Writer) error {
 		}()
 	}
 	dw := &docWriter{w: w, format: p.format}
+	if p.diff != nil || p.explain {
+		dw.format = "text"
+	}
 	var failed error
 	for b := range order {
 		if failed != nil {
@@ -380,7 +402,35 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 		docs = append(docs, doc)
 	}
 	p.pods.Add(int64(len(pods)))
-	results, failed, err := p.applyChain(ctx, pods, envs, hasTemplates)
+	// With --diff, each document that holds templates as it was, before the results are put
+	// back into it.
+	var before [][]byte
+	if p.diff != nil {
+		before = make([][]byte, len(objs))
+		for i, obj := range objs {
+			if obj == nil || i >= len(docs) {
+				continue
+			}
+			data, err := encode(obj.Root, "yaml")
+			if err != nil {
+				docErr, docs = err, docs[:i]
+				break
+			}
+			before[i] = data
+		}
+	}
+	// The chain stops at the first pod that fails, in order, and returns the results of the
+	// pods before it.
+	var results []*corev1.Pod
+	var changes [][]engine.Change // with --explain
+	var failed int
+	var err error
+	if p.explain {
+		results, changes, err = explainBatch(ctx, p.chain, pods, envs)
+		failed = len(results)
+	} else {
+		results, failed, err = p.applyChain(ctx, pods, envs, hasTemplates)
+	}
 	if err != nil {
 		u := units[failed]
 		if u.template > 0 {
@@ -409,13 +459,30 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 		var err error
 		switch {
 		case k < len(units) && units[k].doc == i && units[k].template == 0:
-			if doc.Raw != nil && unchanged(pods[k], results[k]) {
+			switch {
+			case p.explain:
+				data = explanation(doc, fmt.Sprintf("pod %q", pods[k].Name), changes[k])
+			case p.diff != nil:
+				data, err = p.diff.pod(doc, pods[k], results[k], units[k].defaults)
+			case doc.Raw != nil && unchanged(pods[k], results[k]):
 				data, err = passThrough(doc, p.format)
-			} else {
+			default:
 				data, err = encodePod(results[k], units[k].defaults, p.format)
 			}
 			doc.Raw, pods[k], results[k] = nil, nil, nil
 			k++
+		case p.explain:
+			for j := k; j < len(units) && units[j].doc == i; j++ {
+				t := objs[i].Templates[units[j].template-1]
+				data = append(data, explanation(doc, templateLabel(t), changes[j])...)
+			}
+		case p.diff != nil:
+			if objs[i] != nil && objs[i].Changed() {
+				var after []byte
+				if after, err = encode(objs[i].Root, "yaml"); err == nil {
+					data, err = p.diff.document(doc, before[i], after)
+				}
+			}
 		case objs[i] != nil && objs[i].Changed():
 			data, err = encode(objs[i].Root, p.format)
 			if err == nil && !doc.JSON && p.format == "yaml" {

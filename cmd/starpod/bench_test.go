@@ -47,12 +47,21 @@ func BenchmarkApplyCLI(b *testing.B) {
 	}
 	file := benchStream(b, 1000)
 	overlay := filepath.Join("..", "..", "examples", "gpu-tolerations", "overlay.star")
-	for _, jobs := range []int{1, 0} {
+	// With --diff and --explain too: --explain's target is at most three times the plain
+	// apply's time.
+	for _, mode := range []struct {
+		jobs int
+		flag string
+	}{{1, ""}, {0, ""}, {0, "--diff"}, {0, "--explain"}} {
 		name := "j=default"
 		args := []string{"apply", "--overlay-script", overlay, "-f", file}
-		if jobs > 0 {
-			name = fmt.Sprintf("j=%d", jobs)
-			args = append(args, "-j", fmt.Sprint(jobs))
+		if mode.jobs > 0 {
+			name = fmt.Sprintf("j=%d", mode.jobs)
+			args = append(args, "-j", fmt.Sprint(mode.jobs))
+		}
+		if mode.flag != "" {
+			name += "/" + strings.TrimPrefix(mode.flag, "--")
+			args = append(args, mode.flag)
 		}
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {

@@ -41,6 +41,8 @@ type overlayFlags struct {
 	isolate  string   // --isolation
 	ctx      []string // --ctx, of apply
 	ctxFile  string   // --ctx-file, of apply
+
+	validation engine.Validation // what the engine checks of each overlay's result
 }
 
 // register adds the flags to fs. withScripts says whether --overlay-script is one of them.
@@ -113,6 +115,8 @@ func (f *overlayFlags) options(a *app, file string) (*engine.Options, error) {
 		Timeout:  f.timeout,
 		Loader:   engine.DirLoader(root),
 		Print:    a.printer(),
+
+		Validation: f.validation,
 	}
 	switch f.isolate {
 	case "worker", "":

@@ -31,6 +31,7 @@ type runFlags struct {
 	namespace  string
 	output     string
 	appID      string
+	diff       bool // --diff, with --dry-run
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -115,6 +116,7 @@ wins over the context's namespace.`,
 	fs.StringArrayVar(&f.cfg, "cfg", nil, "run options `KEY=VALUE,...` (repeatable; see starpod runopts kubernetes)")
 	fs.StringVar(&f.dryRun, "dry-run", "none", "`MODE`: client prints the job without contacting a cluster, server has the API server check it")
 	fs.Lookup("dry-run").NoOptDefVal = "client"
+	fs.BoolVar(&f.diff, "diff", false, "with --dry-run: print a unified diff of each task's pod before and after the overlays instead of the job (exit 0 whether or not anything changed)")
 	fs.BoolVar(&f.wait, "wait", false, "follow the app until it ends, showing its progress on standard error; exit 1 unless it succeeded")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` (default: $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&f.context, "context", "", "kubeconfig `CONTEXT` to use")
@@ -138,6 +140,9 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 	}
 	if f.wait && f.dryRun != "none" {
 		return usagef("--wait: a dry run has nothing to wait for")
+	}
+	if f.diff && (f.dryRun != "client" || f.output != "yaml") {
+		return usagef("--diff: only with --dry-run (client) and YAML output")
 	}
 	// The project config's run options come first, so that --cfg wins over them.
 	project, err := component.LoadConfig()
@@ -174,6 +179,10 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 		return err
 	}
 	eopts.Loader = nil
+	// Each overlay's pod is checked as the API server would check a pod template, so that a
+	// problem is reported at the line of the overlay that wrote it; Build checks the pod of
+	// each task again, with what Volcano owns.
+	eopts.Validation = engine.ValidatePodTemplate
 	prestart(eopts)
 
 	if os.Getenv("GOGC") == "" {
@@ -212,6 +221,9 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 		OverlayArgs: args,
 		Engine:      *eopts,
 		OverlayRoot: f.root,
+	}
+	if f.diff {
+		return runDiff(ctx, a, app, cfg, bopts)
 	}
 	if f.dryRun == "client" {
 		out, err := scheduler.Render(ctx, app, cfg, bopts, f.output)
