@@ -11,9 +11,10 @@ import (
 
 // Chunk sizes of an arena, in values. A chunk lives as long as any value in it.
 const (
-	stringChunk = 64
-	dictChunk   = 4  // the least chunk of dicts; see arena.dictHint
-	maxDicts    = 64 // the most dicts in one chunk: 32 KiB
+	stringChunk = 16  // the least chunk of strings; see arena.stringHint
+	maxStrings  = 256 // the most strings in one chunk: 4 KiB
+	dictChunk   = 4   // the least chunk of dicts; see arena.dictHint
+	maxDicts    = 64  // the most dicts in one chunk: 32 KiB
 	listChunk   = 16
 	elemChunk   = 64
 )
@@ -35,7 +36,8 @@ const (
 // last chunk of dicts would cost more than the dicts of a small pod. The arena remembers how
 // many dicts the previous call made (dictHint, kept by reset) and sizes the chunks of the next
 // call to that, between dictChunk and maxDicts: pods of one shape, as a batch is, then take
-// their dicts from one chunk of the right size.
+// their dicts from one chunk of the right size. Strings are sized the same way, with
+// stringHint.
 type arena struct {
 	strings []starlark.String
 	dicts   []starlark.Dict
@@ -44,6 +46,9 @@ type arena struct {
 
 	ndicts   int // small dicts handed out since the last reset
 	dictHint int // ndicts at the last reset
+
+	nstrings   int // strings handed out since the last reset
+	stringHint int // nstrings at the last reset
 }
 
 // iface is the layout of a Go interface value.
@@ -59,8 +64,9 @@ func (a *arena) string(s string) starlark.Value {
 		return starlark.String("") // points to static data
 	}
 	if len(a.strings) == cap(a.strings) {
-		a.strings = make([]starlark.String, 0, stringChunk)
+		a.strings = make([]starlark.String, 0, min(max(a.stringHint-a.nstrings, stringChunk), maxStrings))
 	}
+	a.nstrings++
 	a.strings = append(a.strings, starlark.String(s))
 	// An interface holding a string points to a string header; point it into the chunk.
 	var x starlark.Value = starlark.String("")
@@ -107,5 +113,5 @@ func (a *arena) list(n int) (*starlark.List, []starlark.Value) {
 }
 
 // reset drops the arena's chunks, partly used or not, so that the next values come from new
-// chunks, and keeps the number of dicts this call made as the hint for the next.
-func (a *arena) reset() { *a = arena{dictHint: a.ndicts} }
+// chunks, and keeps the numbers of dicts and strings this call made as the hints for the next.
+func (a *arena) reset() { *a = arena{dictHint: a.ndicts, stringHint: a.nstrings} }
