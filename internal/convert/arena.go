@@ -11,8 +11,10 @@ import (
 
 // Chunk sizes of an arena, in values. A chunk lives as long as any value in it.
 const (
-	stringChunk = 64
-	dictChunk   = 8
+	stringChunk = 16  // the least chunk of strings; see arena.stringHint
+	maxStrings  = 256 // the most strings in one chunk: 4 KiB
+	dictChunk   = 4   // the least chunk of dicts; see arena.dictHint
+	maxDicts    = 64  // the most dicts in one chunk: 32 KiB
 	listChunk   = 16
 	elemChunk   = 64
 )
@@ -29,11 +31,24 @@ const (
 // A dict or list from an arena is an ordinary *starlark.Dict or *starlark.List. An element
 // slice of a list has no spare capacity, so a list that grows moves its elements out of the
 // chunk.
+//
+// A dict is large (512 bytes, with the table of its first entries), so the unused tail of the
+// last chunk of dicts would cost more than the dicts of a small pod. The arena remembers how
+// many dicts the previous call made (dictHint, kept by reset) and sizes the chunks of the next
+// call to that, between dictChunk and maxDicts: pods of one shape, as a batch is, then take
+// their dicts from one chunk of the right size. Strings are sized the same way, with
+// stringHint.
 type arena struct {
 	strings []starlark.String
 	dicts   []starlark.Dict
 	lists   []starlark.List
 	elems   []starlark.Value
+
+	ndicts   int // small dicts handed out since the last reset
+	dictHint int // ndicts at the last reset
+
+	nstrings   int // strings handed out since the last reset
+	stringHint int // nstrings at the last reset
 }
 
 // iface is the layout of a Go interface value.
@@ -49,8 +64,9 @@ func (a *arena) string(s string) starlark.Value {
 		return starlark.String("") // points to static data
 	}
 	if len(a.strings) == cap(a.strings) {
-		a.strings = make([]starlark.String, 0, stringChunk)
+		a.strings = make([]starlark.String, 0, min(max(a.stringHint-a.nstrings, stringChunk), maxStrings))
 	}
+	a.nstrings++
 	a.strings = append(a.strings, starlark.String(s))
 	// An interface holding a string points to a string header; point it into the chunk.
 	var x starlark.Value = starlark.String("")
@@ -65,8 +81,9 @@ func (a *arena) dict(n int) *starlark.Dict {
 		return starlark.NewDict(n)
 	}
 	if len(a.dicts) == cap(a.dicts) {
-		a.dicts = make([]starlark.Dict, 0, dictChunk)
+		a.dicts = make([]starlark.Dict, 0, min(max(a.dictHint-a.ndicts, dictChunk), maxDicts))
 	}
+	a.ndicts++
 	a.dicts = a.dicts[:len(a.dicts)+1]
 	return &a.dicts[len(a.dicts)-1]
 }
@@ -96,5 +113,5 @@ func (a *arena) list(n int) (*starlark.List, []starlark.Value) {
 }
 
 // reset drops the arena's chunks, partly used or not, so that the next values come from new
-// chunks.
-func (a *arena) reset() { *a = arena{} }
+// chunks, and keeps the numbers of dicts and strings this call made as the hints for the next.
+func (a *arena) reset() { *a = arena{dictHint: a.ndicts, stringHint: a.nstrings} }

@@ -111,3 +111,41 @@ func TestArenaNoChains(t *testing.T) {
 	}
 	runtime.KeepAlive(next)
 }
+
+// TestArenaDictHint checks that the chunks of dicts are sized to what the previous call made,
+// between dictChunk and maxDicts, and that the dicts of one call after a reset are distinct
+// from the last call's.
+func TestArenaDictHint(t *testing.T) {
+	var a arena
+	if a.dict(1); cap(a.dicts) != dictChunk {
+		t.Fatalf("first chunk: got %d dicts, want %d", cap(a.dicts), dictChunk)
+	}
+	for range 9 {
+		a.dict(0)
+	}
+	last := a.dict(0) // the 11th dict
+	a.reset()
+	first := a.dict(0)
+	if first == last {
+		t.Fatal("a dict after reset is the dict before it")
+	}
+	if cap(a.dicts) != 11 {
+		t.Errorf("chunk after a call of 11 dicts: got %d dicts, want 11", cap(a.dicts))
+	}
+	for range 10 {
+		a.dict(0)
+	}
+	if a.dict(0); cap(a.dicts) != dictChunk {
+		t.Errorf("chunk past the hint: got %d dicts, want %d", cap(a.dicts), dictChunk)
+	}
+	for range 100 {
+		a.dict(0)
+	}
+	a.reset()
+	if a.dict(0); cap(a.dicts) != maxDicts {
+		t.Errorf("chunk after a call of 112 dicts: got %d dicts, want %d", cap(a.dicts), maxDicts)
+	}
+	if d := a.dict(8); cap(a.dicts) != maxDicts || len(a.dicts) != 1 || d.Len() != 0 {
+		t.Errorf("a dict of 8 entries: got it from the chunk, or a used dict")
+	}
+}
