@@ -584,7 +584,7 @@ func (o *Overlay) applyLocal(ctx context.Context, pod *corev1.Pod, env *Env) (*c
 	if err != nil {
 		return nil, err
 	}
-	res, err := o.decode(out, env)
+	res, err := o.decode(out, pod, env)
 	if e, ok := err.(*Error); ok && len(e.Fields) > 0 {
 		o.attribute(ctx, pod, env, e) // the apply again, with write tracking: see provenance.go
 	}
@@ -625,9 +625,10 @@ func (o *Overlay) applyValue(ctx context.Context, pod starlark.Value, env *Env) 
 	}
 }
 
-// decode turns the value an overlay returned into a pod, strictly. A pod whose env names a
-// workload is that workload's pod template, and ValidatePod checks it as ValidatePodTemplate.
-func (o *Overlay) decode(v starlark.Value, env *Env) (*corev1.Pod, error) {
+// decode turns the value an overlay returned for the pod in into a pod, strictly. A pod whose
+// env names a workload is that workload's pod template, and ValidatePod checks it as
+// ValidatePodTemplate, with no name and namespace but those in had.
+func (o *Overlay) decode(v starlark.Value, in *corev1.Pod, env *Env) (*corev1.Pod, error) {
 	pod := new(corev1.Pod)
 	errs, err := convert.Decode(v, pod, nil, &convert.Options{MaxBytes: o.opts.maxResultBytes()})
 	if err != nil {
@@ -641,7 +642,11 @@ func (o *Overlay) decode(v starlark.Value, env *Env) (*corev1.Pod, error) {
 	errs = append(checkKind(pod), errs...)
 	if len(errs) == 0 && o.opts.Validation != ValidateSchema {
 		template := o.opts.Validation == ValidatePodTemplate || env != nil && env.Workload != nil
-		errs = validate.Pod(pod, &validate.Options{Template: template, Cache: o.names})
+		vopts := &validate.Options{Template: template, Cache: o.names}
+		if env != nil && env.Workload != nil {
+			vopts.Unnamed, vopts.InName, vopts.InNamespace = true, in.Name, in.Namespace
+		}
+		errs = validate.Pod(pod, vopts)
 	}
 	if len(errs) > 0 {
 		return nil, &Error{Overlay: o.name, Pos: o.pos, Fields: errs}

@@ -76,7 +76,7 @@ func (o *Overlay) explainLocal(ctx context.Context, pod *corev1.Pod, env *Env) (
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := o.decode(out, env)
+	res, err := o.decode(out, pod, env)
 	if err != nil {
 		if e, ok := err.(*Error); ok && len(e.Fields) > 0 {
 			o.attribute(ctx, pod, env, e)

@@ -5,7 +5,7 @@
 //
 // To check a pod, use [Pod]; to check the pod template of a workload (a Job's, a
 // Deployment's, a Volcano task's), whose name and namespace the controller sets, use [Pod]
-// with Options.Template. A [Cache] remembers the problems of the label keys and values and
+// with Options.Template, and Options.Unnamed to forbid it a name and a namespace. A [Cache] remembers the problems of the label keys and values and
 // the DNS labels that many pods share, which are the dearest part of the checks.
 //
 // What is checked: the name and namespace (when set, and not for a template), label and
@@ -36,6 +36,14 @@ type Options struct {
 	// Template checks a pod template: its name and namespace are not checked, as the
 	// controller that makes pods of it sets them.
 	Template bool
+
+	// Unnamed checks the rule of a workload's pod template that the controller names and
+	// places its pods: a name or a namespace other than InName and InNamespace, those the
+	// template came with (the API server keeps and ignores them), is Forbidden. It is apart
+	// from Template because a caller may say so in words of its own (a scheduler whose pods
+	// Volcano names).
+	Unnamed             bool
+	InName, InNamespace string
 
 	// SkipLabels are labels checked already (a scheduler's bookkeeping labels): a label of
 	// the pod with the same key and value is not checked again.
@@ -106,6 +114,14 @@ func Pod(pod *corev1.Pod, opts *Options) field.ErrorList {
 	c := opts.Cache
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
+	if opts.Unnamed {
+		if pod.Name != opts.InName {
+			errs = append(errs, field.Forbidden(meta.Child("name"), fmt.Sprintf("a pod template has no name: got %q", pod.Name)))
+		}
+		if pod.Namespace != opts.InNamespace {
+			errs = append(errs, field.Forbidden(meta.Child("namespace"), fmt.Sprintf("a pod template has no namespace: got %q", pod.Namespace)))
+		}
+	}
 	if !opts.Template {
 		if pod.Name != "" {
 			for _, msg := range validation.IsDNS1123Subdomain(pod.Name) {

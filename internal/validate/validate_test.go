@@ -102,3 +102,28 @@ func TestSkipLabels(t *testing.T) {
 func metav1ObjectMeta(name, namespace string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: namespace}
 }
+
+// Unnamed forbids a template a name and a namespace other than those it came with; Template
+// alone does not check them.
+func TestUnnamed(t *testing.T) {
+	pod := &corev1.Pod{}
+	pod.Name, pod.Namespace = "web", "prod"
+	pod.Spec.Containers = []corev1.Container{{Name: "c", Image: "i"}}
+	if errs := Pod(pod, &Options{Template: true}); len(errs) != 0 {
+		t.Fatalf("Template: got %v, want none", errs)
+	}
+	var got []string
+	for _, e := range Pod(pod, &Options{Template: true, Unnamed: true}) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		`metadata.name: Forbidden: a pod template has no name: got "web"`,
+		`metadata.namespace: Forbidden: a pod template has no namespace: got "prod"`,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("Unnamed (-want +got):\n%s", d)
+	}
+	if errs := Pod(pod, &Options{Template: true, Unnamed: true, InName: "web", InNamespace: "prod"}); len(errs) != 0 {
+		t.Fatalf("Unnamed with the name and namespace it came with: got %v, want none", errs)
+	}
+}
