@@ -89,6 +89,9 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 	changed := false
 	for _, r := range matched {
 		next, changedBy, err := applyRule(ctx, r, cur, envs)
+		if err == nil && len(changedBy) > 0 {
+			err = obj.check(next) // a pod template the rule named, say
+		}
 		if err != nil {
 			msg := fmt.Sprintf("starpod rule %s: %v", r.Name, err)
 			if r.onError() == Fail {
@@ -128,11 +131,8 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 		return deny(res, http.StatusInternalServerError, err.Error(), outcomeError)
 	}
 	if err := obj.setPods(cur); err != nil {
-		res.byRule = map[string]string{}
-		for _, r := range matched {
-			res.byRule[r.Name] = outcomeDenied
-		}
-		return deny(res, http.StatusForbidden, fmt.Sprintf("starpod rules %s: %v", strings.Join(res.rules, ", "), err), outcomeDenied)
+		// check passed the results of every rule, and the annotation breaks no rule.
+		return deny(res, http.StatusInternalServerError, "starpod: "+err.Error(), outcomeError)
 	}
 	after, err := obj.encode()
 	if err != nil {

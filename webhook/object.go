@@ -23,8 +23,10 @@ type object interface {
 	pods() []*corev1.Pod
 	// workloads returns ctx.workload of each pod, in the order of pods: nil for a Pod.
 	workloads() []*engine.Workload
-	// setPods replaces the pods, in the order pods returned them. An error names the field
-	// path of a result that cannot be written back (a pod template with a name).
+	// check reports whether pods, results of overlays for the pods, can be written back: a
+	// pod template has no name, no namespace and no status. The error names the field path.
+	check([]*corev1.Pod) error
+	// setPods replaces the pods, in the order pods returned them. Its error is check's.
 	setPods([]*corev1.Pod) error
 	// encode returns the object as JSON.
 	encode() ([]byte, error)
@@ -64,7 +66,7 @@ func decodeObject(kind, namespace string, raw []byte, opts *workload.Options) (o
 	if err != nil {
 		return nil, fmt.Errorf("the %s: %v", kind, err)
 	}
-	w := &workloadObject{o: o}
+	w := &workloadObject{o: o, kind: kind, namespace: namespace, raw: raw, opts: opts}
 	for _, t := range o.Templates {
 		if t.Workload == nil {
 			// Find gives pods for a v1 Pod or List only; the API server admits neither here.
@@ -98,6 +100,7 @@ type podObject struct{ pod *corev1.Pod }
 func (o *podObject) labels() map[string]string     { return o.pod.Labels }
 func (o *podObject) pods() []*corev1.Pod           { return []*corev1.Pod{o.pod} }
 func (o *podObject) workloads() []*engine.Workload { return []*engine.Workload{nil} }
+func (o *podObject) check([]*corev1.Pod) error     { return nil }
 func (o *podObject) setPods(p []*corev1.Pod) error { o.pod = p[0]; return nil }
 func (o *podObject) encode() ([]byte, error)       { return json.Marshal(o.pod) }
 
@@ -108,6 +111,10 @@ type workloadObject struct {
 	o    *workload.Object
 	lbls map[string]string
 	envs []*engine.Workload
+	// what decodeObject was given, for check
+	kind, namespace string
+	raw             []byte
+	opts            *workload.Options
 }
 
 func (w *workloadObject) labels() map[string]string     { return w.lbls }
@@ -119,6 +126,16 @@ func (w *workloadObject) pods() []*corev1.Pod {
 		out[i] = t.Pod
 	}
 	return out
+}
+
+// check puts pods into a copy of the object decoded anew: Object.Put is where the rules of
+// templates are, and it writes what it checks.
+func (w *workloadObject) check(pods []*corev1.Pod) error {
+	c, err := decodeObject(w.kind, w.namespace, w.raw, w.opts)
+	if err != nil {
+		return err
+	}
+	return c.setPods(pods)
 }
 
 func (w *workloadObject) setPods(pods []*corev1.Pod) error {

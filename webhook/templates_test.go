@@ -203,7 +203,8 @@ func TestWorkloadUnchanged(t *testing.T) {
 	}
 }
 
-// TestWorkloadTemplateName: an overlay that names a template is refused with the field path.
+// TestWorkloadTemplateName: an overlay that names a template fails its rule, with the field
+// path: the object is refused (onError: Fail), or admitted unchanged with a warning (Ignore).
 func TestWorkloadTemplateName(t *testing.T) {
 	named := "def overlay(pod, ctx):\n    pod[\"metadata\"][\"name\"] = \"named\"\n"
 	f := newFixture(t, map[string]string{"config.yaml": workloadConfig, "pool.star": named}, nil)
@@ -212,7 +213,7 @@ func TestWorkloadTemplateName(t *testing.T) {
 	if resp.Allowed || resp.Patch != nil {
 		t.Fatalf("allowed %v, patch %s; want denied", resp.Allowed, resp.Patch)
 	}
-	want := `starpod rules pool: spec.tasks[0].template.metadata.name: Forbidden: a pod template has no name: got "named"`
+	want := `starpod rule pool: spec.tasks[0].template.metadata.name: Forbidden: a pod template has no name: got "named"`
 	if resp.Result == nil || resp.Result.Code != 403 || resp.Result.Message != want {
 		t.Errorf("result %+v, want 403 %q", resp.Result, want)
 	}
@@ -231,5 +232,20 @@ func TestConfigWorkloadKinds(t *testing.T) {
 	}
 	if _, err := ParseConfig("c.yaml", []byte(workloadConfig)); err != nil {
 		t.Errorf("workloadConfig: %v", err)
+	}
+}
+
+func TestWorkloadTemplateNameIgnored(t *testing.T) {
+	named := "def overlay(pod, ctx):\n    pod[\"metadata\"][\"name\"] = \"named\"\n"
+	config := strings.Replace(workloadConfig, "  overlays: [pool.star]\n", "  overlays: [pool.star]\n  onError: Ignore\n", 1)
+	f := newFixture(t, map[string]string{"config.yaml": config, "pool.star": named}, nil)
+	req := workloadRequest(t, metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, "deployments", deploymentYAML)
+	resp := f.review(req)
+	if !resp.Allowed || resp.Patch != nil {
+		t.Fatalf("allowed %v, patch %s; want allowed with no patch", resp.Allowed, resp.Patch)
+	}
+	want := []string{`starpod rule pool: spec.template.metadata.name: Forbidden: a pod template has no name: got "named" (onError: Ignore; the rule's changes were left out)`}
+	if strings.Join(resp.Warnings, "|") != strings.Join(want, "|") {
+		t.Errorf("warnings = %q, want %q", resp.Warnings, want)
 	}
 }
