@@ -48,12 +48,13 @@ rules:
 - name: bomb
   match: {namespaces: [%[1]s-bomb]}
   overlays: [bomb.star]
-- name: reload
-  match: {namespaces: [%[1]s-reload]}
-  overlays: [reload.star]
 - name: templates
   match: {namespaces: [%[1]s-workloads], kinds: [apps/Deployment, batch.volcano.sh/Job], labelSelector: {matchLabels: {team: ml}}}
   overlays: [template.star]
+# reload is the last rule: Reload adds args to it
+- name: reload
+  match: {namespaces: [%[1]s-reload]}
+  overlays: [reload.star]
 `
 
 // templateStar pins a template's pool and records ctx.workload in an annotation.
