@@ -130,6 +130,7 @@ func startWebhook(t *testing.T, id string, files map[string]string, extra ...str
 	for {
 		select {
 		case err := <-exited:
+			exited <- err // for the cleanup's stop, which waits for it
 			t.Fatalf("starpod webhook exited: %v\n%s", err, w.log.String())
 		default:
 		}

@@ -433,11 +433,12 @@ func TestWebhookLoad(t *testing.T) {
 	}
 	const id = "whl"
 	w := startWebhook(t, id, map[string]string{
-		"config.yaml": fmt.Sprintf(webhookConfig, id),
-		"gpu.star":    readExample(t, "overlay.star"),
-		"quota.star":  quotaStar,
-		"bomb.star":   bombStar,
-		"reload.star": "def overlay(pod):\n    pass\n",
+		"config.yaml":   fmt.Sprintf(webhookConfig, id),
+		"gpu.star":      readExample(t, "overlay.star"),
+		"quota.star":    quotaStar,
+		"bomb.star":     bombStar,
+		"reload.star":   "def overlay(pod):\n    pass\n",
+		"template.star": templateStar,
 	}, "--max-in-flight", "256")
 	ml := w.namespaceFor("ml")
 	w.waitActive(ml, gpuPod("probe"))
@@ -500,11 +501,12 @@ func pct(ds []time.Duration, p int) time.Duration {
 func TestWebhookDown(t *testing.T) {
 	const id = "whd"
 	w := startWebhook(t, id, map[string]string{
-		"config.yaml": fmt.Sprintf(webhookConfig, id),
-		"gpu.star":    readExample(t, "overlay.star"),
-		"quota.star":  quotaStar,
-		"bomb.star":   bombStar,
-		"reload.star": "def overlay(pod):\n    pass\n",
+		"config.yaml":   fmt.Sprintf(webhookConfig, id),
+		"gpu.star":      readExample(t, "overlay.star"),
+		"quota.star":    quotaStar,
+		"bomb.star":     bombStar,
+		"reload.star":   "def overlay(pod):\n    pass\n",
+		"template.star": templateStar,
 	})
 	ml := w.namespaceFor("ml")
 	w.waitActive(ml, gpuPod("probe"))
