@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 )
 
 // webhookLabel is the namespace label that the test webhook's namespaceSelector matches.
@@ -129,6 +130,7 @@ func startWebhook(t *testing.T, id string, files map[string]string, extra ...str
 	for {
 		select {
 		case err := <-exited:
+			exited <- err // for the cleanup's stop, which waits for it
 			t.Fatalf("starpod webhook exited: %v\n%s", err, w.log.String())
 		default:
 		}
@@ -160,10 +162,18 @@ func (w *testWebhook) write(name, data string) {
 	}
 }
 
-// register creates the MutatingWebhookConfiguration that sends the webhook the Pods created
-// in its namespaces, as deploy/ does with a Service.
+// register creates the MutatingWebhookConfiguration that sends the webhook the Pods and
+// workloads created in its namespaces: deploy/'s rules, with a URL for its Service.
 func (w *testWebhook) register(caBundle []byte) {
 	w.t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "mutatingwebhookconfiguration.yaml"))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var deployed admissionregistrationv1.MutatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict(data, &deployed); err != nil {
+		w.t.Fatalf("deploy/mutatingwebhookconfiguration.yaml: %v", err)
+	}
 	url := "https://" + w.addr + "/mutate"
 	fail := admissionregistrationv1.Fail
 	none := admissionregistrationv1.SideEffectClassNone
@@ -173,12 +183,9 @@ func (w *testWebhook) register(caBundle []byte) {
 	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:         "pods.starpod.dev",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-			}},
+			Name:                    "pods.starpod.dev",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
+			Rules:                   deployed.Webhooks[0].Rules,
 			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: w.id}},
 			FailurePolicy:           &fail,
 			SideEffects:             &none,

@@ -16,9 +16,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/starpod/starpod/webhook"
 )
@@ -45,9 +48,19 @@ rules:
 - name: bomb
   match: {namespaces: [%[1]s-bomb]}
   overlays: [bomb.star]
+- name: templates
+  match: {namespaces: [%[1]s-workloads], kinds: [apps/Deployment, batch.volcano.sh/Job], labelSelector: {matchLabels: {team: ml}}}
+  overlays: [template.star]
+# reload is the last rule: Reload adds args to it
 - name: reload
   match: {namespaces: [%[1]s-reload]}
   overlays: [reload.star]
+`
+
+// templateStar pins a template's pool and records ctx.workload in an annotation.
+const templateStar = `def overlay(pod, ctx):
+    set_node_selector(pod, "cloud.example.com/pool", "gpu-a100")
+    set_annotation(pod, "example.com/workload", ctx.workload.kind + " " + ctx.workload.name + " " + ctx.workload.path)
 `
 
 const quotaStar = `def overlay(pod):
@@ -102,11 +115,12 @@ func readExample(t *testing.T, name string) string {
 func TestWebhook(t *testing.T) {
 	const id = "whk"
 	w := startWebhook(t, id, map[string]string{
-		"config.yaml": fmt.Sprintf(webhookConfig, id),
-		"gpu.star":    readExample(t, "overlay.star"),
-		"quota.star":  quotaStar,
-		"bomb.star":   bombStar,
-		"reload.star": "def overlay(pod):\n    set_label(pod, 'version', 'one')\n",
+		"config.yaml":   fmt.Sprintf(webhookConfig, id),
+		"gpu.star":      readExample(t, "overlay.star"),
+		"quota.star":    quotaStar,
+		"bomb.star":     bombStar,
+		"reload.star":   "def overlay(pod):\n    set_label(pod, 'version', 'one')\n",
+		"template.star": templateStar,
 	}, "--max-memory", "128Mi", "--workers-per-rule", "2")
 	ml := w.namespaceFor("ml")
 	w.waitActive(ml, gpuPod("probe"))
@@ -193,8 +207,8 @@ func TestWebhook(t *testing.T) {
 
 	// There is no Volcano controller here: the test creates a task's pod from the Job's
 	// template as the controller would, and that pod is admitted like any other. The Job
-	// itself is not sent to the webhook (its MutatingWebhookConfiguration names pods; pod
-	// templates of workload kinds are not mutated yet).
+	// itself is sent to the webhook but not mutated: the gpu-pool rule names Pods only
+	// (Workloads tests the templates of Jobs).
 	t.Run("VolcanoJob", func(t *testing.T) {
 		ns := w.namespaceFor("vcjob")
 		w.write("config.yaml", strings.Replace(fmt.Sprintf(webhookConfig, id), "namespaces: ["+id+"-ml]", "namespaces: ["+id+"-ml, "+ns+"]", 1))
@@ -237,6 +251,88 @@ func TestWebhook(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		w.write("config.yaml", fmt.Sprintf(webhookConfig, id))
+	})
+
+	// Workloads: a Deployment and a Volcano Job are stored with the templates the overlay
+	// made, and nothing else of them changed; a Deployment whose own labels the rule does not
+	// select is stored as it was sent.
+	t.Run("Workloads", func(t *testing.T) {
+		ns := w.namespaceFor("workloads")
+		warns.take()
+		replicas := int32(2)
+		dep := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"team": "ml"}},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: &replicas,
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
+				},
+			},
+		}
+		if _, err := client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := warns.take(); len(got) != 1 || got[0] != "starpod rule templates: changed by template.star" {
+			t.Errorf("warnings %q, want the rule and overlay named", got)
+		}
+		stored, err := kube.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := stored.Spec.Template
+		if tmpl.Spec.NodeSelector["cloud.example.com/pool"] != "gpu-a100" ||
+			tmpl.Annotations["example.com/workload"] != "Deployment web spec.template" ||
+			!strings.HasPrefix(tmpl.Annotations[webhook.AppliedAnnotation], "templates/template.star@sha256:") {
+			t.Errorf("the Deployment's template is not mutated: %v %v", tmpl.Spec.NodeSelector, tmpl.Annotations)
+		}
+		if *stored.Spec.Replicas != 2 || stored.Spec.Template.Labels["app"] != "web" || stored.Annotations[webhook.AppliedAnnotation] != "" {
+			t.Errorf("the Deployment changed outside its template: replicas %d, template labels %v, annotations %v",
+				*stored.Spec.Replicas, stored.Spec.Template.Labels, stored.Annotations)
+		}
+
+		other := dep.DeepCopy()
+		other.Name, other.Labels = "other", nil
+		if _, err := kube.AppsV1().Deployments(ns).Create(ctx, other, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if stored, err = kube.AppsV1().Deployments(ns).Get(ctx, "other", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if stored.Spec.Template.Spec.NodeSelector != nil || stored.Spec.Template.Annotations != nil {
+			t.Errorf("a Deployment the rule does not select was changed: %v %v", stored.Spec.Template.Spec.NodeSelector, stored.Spec.Template.Annotations)
+		}
+
+		task := func(name string) vcbatch.TaskSpec {
+			return vcbatch.TaskSpec{Name: name, Replicas: 1, Template: corev1.PodTemplateSpec{
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyOnFailure,
+					Containers: []corev1.Container{{Name: name, Image: "ghcr.io/example/mpi:v1"}}},
+			}}
+		}
+		job := &vcbatch.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: "mpi", Labels: map[string]string{"team": "ml"}},
+			Spec:       vcbatch.JobSpec{SchedulerName: "volcano", MinAvailable: 2, Tasks: []vcbatch.TaskSpec{task("master"), task("worker")}},
+		}
+		if _, err := vc.BatchV1alpha1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		vj, err := vc.BatchV1alpha1().Jobs(ns).Get(ctx, "mpi", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, task := range vj.Spec.Tasks {
+			want := fmt.Sprintf("Job mpi spec.tasks[%d].template", i)
+			if task.Template.Spec.NodeSelector["cloud.example.com/pool"] != "gpu-a100" || task.Template.Annotations["example.com/workload"] != want {
+				t.Errorf("task %s: template not mutated: %v %v, want annotation %q", task.Name, task.Template.Spec.NodeSelector, task.Template.Annotations, want)
+			}
+			if task.Template.Spec.Containers[0].Image != "ghcr.io/example/mpi:v1" || task.Replicas != 1 {
+				t.Errorf("task %s: changed outside what the overlay did: %+v", task.Name, task)
+			}
+		}
+		if vj.Spec.MinAvailable != 2 || vj.Spec.SchedulerName != "volcano" {
+			t.Errorf("the Job's spec changed: minAvailable %d, schedulerName %q", vj.Spec.MinAvailable, vj.Spec.SchedulerName)
+		}
 	})
 
 	t.Run("MemoryBomb", func(t *testing.T) {
@@ -337,11 +433,12 @@ func TestWebhookLoad(t *testing.T) {
 	}
 	const id = "whl"
 	w := startWebhook(t, id, map[string]string{
-		"config.yaml": fmt.Sprintf(webhookConfig, id),
-		"gpu.star":    readExample(t, "overlay.star"),
-		"quota.star":  quotaStar,
-		"bomb.star":   bombStar,
-		"reload.star": "def overlay(pod):\n    pass\n",
+		"config.yaml":   fmt.Sprintf(webhookConfig, id),
+		"gpu.star":      readExample(t, "overlay.star"),
+		"quota.star":    quotaStar,
+		"bomb.star":     bombStar,
+		"reload.star":   "def overlay(pod):\n    pass\n",
+		"template.star": templateStar,
 	}, "--max-in-flight", "256")
 	ml := w.namespaceFor("ml")
 	w.waitActive(ml, gpuPod("probe"))
@@ -404,11 +501,12 @@ func pct(ds []time.Duration, p int) time.Duration {
 func TestWebhookDown(t *testing.T) {
 	const id = "whd"
 	w := startWebhook(t, id, map[string]string{
-		"config.yaml": fmt.Sprintf(webhookConfig, id),
-		"gpu.star":    readExample(t, "overlay.star"),
-		"quota.star":  quotaStar,
-		"bomb.star":   bombStar,
-		"reload.star": "def overlay(pod):\n    pass\n",
+		"config.yaml":   fmt.Sprintf(webhookConfig, id),
+		"gpu.star":      readExample(t, "overlay.star"),
+		"quota.star":    quotaStar,
+		"bomb.star":     bombStar,
+		"reload.star":   "def overlay(pod):\n    pass\n",
+		"template.star": templateStar,
 	})
 	ml := w.namespaceFor("ml")
 	w.waitActive(ml, gpuPod("probe"))

@@ -23,6 +23,8 @@ import (
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
+	"github.com/starpod/starpod/internal/spell"
+	"github.com/starpod/starpod/internal/workload"
 )
 
 // APIVersion and Kind identify a webhook config file.
@@ -40,7 +42,11 @@ const maxConfig = 1 << 20
 type Config struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
-	Rules      []Rule `json:"rules"`
+	// PodTemplates name the pod templates of more kinds, as GROUP/KIND=PATH[,PATH...] (the
+	// --pod-template flag of starpod apply): a custom resource's, or another path of a kind
+	// starpod knows. Their kinds may then be named in match.kinds.
+	PodTemplates []string `json:"podTemplates,omitempty"`
+	Rules        []Rule   `json:"rules"`
 }
 
 // A Rule applies its overlays, in order, to the objects it matches.
@@ -54,8 +60,10 @@ type Rule struct {
 
 // A Match selects objects. Every part given must match; an empty part matches everything.
 type Match struct {
-	Namespaces    []string              `json:"namespaces,omitempty"`
-	Kinds         []string              `json:"kinds,omitempty"` // default [Pod]
+	Namespaces []string `json:"namespaces,omitempty"`
+	Kinds      []string `json:"kinds,omitempty"` // default [Pod]; GROUP/KIND of a workload
+	// LabelSelector matches the admitted object's own labels: a Pod's, or a workload's
+	// metadata.labels (not its templates').
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
 }
 
@@ -69,9 +77,28 @@ const (
 	Ignore OnError = "Ignore"
 )
 
-// kinds are the kinds of object the webhook mutates. Pod templates of workload kinds come
-// with decodeObject (object.go).
-var kinds = []string{"Pod"}
+// kinds returns the kinds of object the webhook mutates, as match.kinds names them: Pod,
+// the workload kinds whose pod templates internal/workload knows (apps/Deployment,
+// batch/CronJob, batch.volcano.sh/Job, ...), and the kinds of rules. Pod templates of
+// workload kinds come with decodeObject (object.go).
+func kinds(rules []workload.Rule) []string {
+	var out []string
+	for _, k := range workload.Kinds() {
+		if k != "List" { // the API server admits no List
+			out = append(out, k)
+		}
+	}
+	for _, r := range rules {
+		k := r.Kind
+		if r.Group != "" {
+			k = r.Group + "/" + k
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
 
 // ParseConfig decodes and checks a config file's contents, strictly: an unknown field is an
 // error. file names the file in errors.
@@ -95,6 +122,16 @@ func (c *Config) validate() field.ErrorList {
 	if c.Kind != Kind {
 		errs = append(errs, field.NotSupported(field.NewPath("kind"), c.Kind, []string{Kind}))
 	}
+	var rules []workload.Rule
+	for i, s := range c.PodTemplates {
+		r, err := workload.ParseRule(s)
+		if err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("podTemplates").Index(i), s, err.Error()))
+			continue
+		}
+		rules = append(rules, r)
+	}
+	known := kinds(rules)
 	names := make(map[string]bool)
 	for i, r := range c.Rules {
 		p := field.NewPath("rules").Index(i)
@@ -119,8 +156,9 @@ func (c *Config) validate() field.ErrorList {
 			errs = append(errs, field.NotSupported(p.Child("onError"), r.OnError, []string{string(Fail), string(Ignore)}))
 		}
 		for j, k := range r.Match.Kinds {
-			if !slices.Contains(kinds, k) {
-				errs = append(errs, field.NotSupported(p.Child("match", "kinds").Index(j), k, kinds))
+			if !slices.Contains(known, k) {
+				msg := "want Pod or the GROUP/KIND of a workload (podTemplates names more)" + didYouMean(k, known)
+				errs = append(errs, field.Invalid(p.Child("match", "kinds").Index(j), k, msg))
 			}
 		}
 		if r.Match.LabelSelector != nil {
@@ -135,9 +173,10 @@ func (c *Config) validate() field.ErrorList {
 // A compiled config is a Config with every overlay compiled. It is immutable: requests use
 // it from many goroutines while a reload builds the next one.
 type compiled struct {
-	rules []*rule
-	files map[string]string // every file read (config, overlays, modules) and its content hash
-	pools []*engine.WorkerPool
+	rules     []*rule
+	workloads *workload.Options // the podTemplates rules
+	files     map[string]string // every file read (config, overlays, modules) and its content hash
+	pools     []*engine.WorkerPool
 }
 
 // A rule is a compiled Rule.
@@ -195,7 +234,11 @@ func compileConfig(ctx context.Context, file string, opts *Options) (_ *compiled
 	}
 	dir := filepath.Dir(file)
 	rec := &recorder{files: map[string]string{file: hash(data)}}
-	c := &compiled{files: rec.files}
+	c := &compiled{files: rec.files, workloads: &workload.Options{}}
+	for _, s := range cfg.PodTemplates {
+		r, _ := workload.ParseRule(s) // checked by validate
+		c.workloads.Rules = append(c.workloads.Rules, r)
+	}
 	defer func() {
 		if err != nil {
 			c.close()
@@ -298,4 +341,18 @@ func (rl *recordingLoader) Load(from, module string) (string, []byte, error) {
 		rl.rec.add(name, bytes.Clone(src))
 	}
 	return name, src, err
+}
+
+// didYouMean returns ` (did you mean "x"?)` for the candidate nearest to name, or "": a
+// kind without its group (Deployment) finds its GROUP/KIND (apps/Deployment).
+func didYouMean(name string, candidates []string) string {
+	for _, c := range candidates {
+		if strings.HasSuffix(c, "/"+name) {
+			return fmt.Sprintf(" (did you mean %q?)", c)
+		}
+	}
+	if n := spell.Nearest(name, candidates); n != "" && n != name {
+		return fmt.Sprintf(" (did you mean %q?)", n)
+	}
+	return ""
 }

@@ -79,7 +79,7 @@ func TestConfigErrors(t *testing.T) {
 		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: A\n  overlays: [a.star]\n", "rules[0].name: Invalid value"},
 		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: a\n", "rules[0].overlays: Required"},
 		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: a\n  overlays: [../a.star]\n", "rules[0].overlays[0]: Invalid value"},
-		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: a\n  overlays: [a.star]\n  match: {kinds: [Deployment]}\n", `rules[0].match.kinds[0]: Unsupported value: "Deployment"`},
+		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: a\n  overlays: [a.star]\n  match: {kinds: [Deployment]}\n", `rules[0].match.kinds[0]: Invalid value: "Deployment": want Pod or the GROUP/KIND of a workload (podTemplates names more) (did you mean "apps/Deployment"?)`},
 		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: a\n  overlays: [a.star]\n- name: a\n  overlays: [a.star]\n", "rules[1].name: Duplicate value"},
 		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: a\n  overlays: [missing.star]\n", "rule a: "},
 		{"apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: a\n  overlays: [a.star]\n  match: {labelSelector: {matchExpressions: [{key: x, operator: Near}]}}\n", "rules[0].match.labelSelector"},

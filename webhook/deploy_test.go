@@ -78,6 +78,24 @@ func TestDeploy(t *testing.T) {
 		wh.FailurePolicy == nil || *wh.TimeoutSeconds <= 8 || *wh.TimeoutSeconds > 30 {
 		t.Errorf("webhook %s: sideEffects, reinvocationPolicy, failurePolicy or timeoutSeconds (above the 8s deadline, at most 30) wrong", wh.Name)
 	}
+	// Every kind whose pod templates starpod knows is sent: its group and resource.
+	sent := map[string]bool{}
+	for _, r := range wh.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				sent[g+"/"+res] = true
+			}
+		}
+	}
+	for _, k := range kinds(nil) {
+		group, kind, ok := strings.Cut(k, "/")
+		if !ok {
+			group, kind = "", k
+		}
+		if res := strings.ToLower(kind) + "s"; !sent[group+"/"+res] {
+			t.Errorf("the webhook's rules lack %s (resource %s of group %q)", k, res, group)
+		}
+	}
 	if wh.ClientConfig.Service.Name != svc.Name || wh.ClientConfig.Service.Namespace != svc.Namespace {
 		t.Errorf("the webhook calls %v, not the Service", wh.ClientConfig.Service)
 	}

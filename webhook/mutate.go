@@ -54,7 +54,7 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 	if req.Operation != admissionv1.Create || req.SubResource != "" || len(req.Object.Raw) == 0 {
 		return res
 	}
-	kind := req.Kind.Kind
+	kind := kindOf(req.Kind)
 	var matched []*rule
 	var obj object
 	for _, r := range c.rules {
@@ -62,7 +62,7 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 			continue
 		}
 		if obj == nil {
-			o, err := decodeObject(kind, req.Object.Raw)
+			o, err := decodeObject(kind, req.Namespace, req.Object.Raw, c.workloads)
 			if err != nil {
 				return deny(res, http.StatusBadRequest, err.Error(), outcomeError)
 			}
@@ -77,6 +77,10 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 		return res
 	}
 	orig := obj.pods()
+	if len(orig) == 0 {
+		return res // a workload with no template (a ReplicationController without one)
+	}
+	envs := obj.workloads()
 	cur := make([]*corev1.Pod, len(orig))
 	for i, p := range orig {
 		cur[i] = p.DeepCopy()
@@ -84,7 +88,10 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 	var applied []string
 	changed := false
 	for _, r := range matched {
-		next, changedBy, err := applyRule(ctx, r, cur)
+		next, changedBy, err := applyRule(ctx, r, cur, envs)
+		if err == nil && len(changedBy) > 0 {
+			err = obj.check(next) // a pod template the rule named, say
+		}
 		if err != nil {
 			msg := fmt.Sprintf("starpod rule %s: %v", r.Name, err)
 			if r.onError() == Fail {
@@ -123,7 +130,10 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 	if err != nil {
 		return deny(res, http.StatusInternalServerError, err.Error(), outcomeError)
 	}
-	obj.setPods(cur)
+	if err := obj.setPods(cur); err != nil {
+		// check passed the results of every rule, and the annotation breaks no rule.
+		return deny(res, http.StatusInternalServerError, "starpod: "+err.Error(), outcomeError)
+	}
 	after, err := obj.encode()
 	if err != nil {
 		return deny(res, http.StatusInternalServerError, err.Error(), outcomeError)
@@ -142,9 +152,10 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 	return res
 }
 
-// applyRule applies r's overlays in order to each of pods, and returns the new pods and the
-// overlays that changed any of them. An error is the first overlay's that failed.
-func applyRule(ctx context.Context, r *rule, pods []*corev1.Pod) ([]*corev1.Pod, []string, error) {
+// applyRule applies r's overlays in order to each of pods, with ctx.workload of pods[i] from
+// workloads[i], and returns the new pods and the overlays that changed any of them. An error
+// is the first overlay's that failed.
+func applyRule(ctx context.Context, r *rule, pods []*corev1.Pod, workloads []*engine.Workload) ([]*corev1.Pod, []string, error) {
 	select {
 	case r.slots <- struct{}{}:
 		defer func() { <-r.slots }()
@@ -152,16 +163,30 @@ func applyRule(ctx context.Context, r *rule, pods []*corev1.Pod) ([]*corev1.Pod,
 		return nil, nil, errRuleBusy
 	}
 	env := &engine.Env{Args: r.Args}
+	envs := make([]*engine.Env, len(pods))
+	for i := range envs {
+		envs[i] = env
+		if workloads[i] != nil {
+			envs[i] = &engine.Env{Args: r.Args, Workload: workloads[i]}
+		}
+	}
 	var changedBy []string
 	for _, o := range r.overlays {
 		var out []*corev1.Pod
 		var err error
 		if len(pods) == 1 {
 			var p *corev1.Pod
-			p, err = o.Apply(ctx, pods[0], env)
+			p, err = o.Apply(ctx, pods[0], envs[0])
 			out = []*corev1.Pod{p}
 		} else {
-			out, err = o.ApplyBatch(ctx, pods, env)
+			var errs []error
+			out, errs = o.ApplyEach(ctx, pods, envs)
+			for _, e := range errs {
+				if e != nil {
+					err = e
+					break
+				}
+			}
 		}
 		if err != nil {
 			return nil, nil, err

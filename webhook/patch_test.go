@@ -12,7 +12,7 @@ import (
 
 func TestPatchKeepsUnknownFields(t *testing.T) {
 	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"futureField":{"a":1},"containers":[{"name":"c","image":"i"}]}}`)
-	obj, err := decodeObject("Pod", raw)
+	obj, err := decodeObject("Pod", "", raw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 // Package webhook serves starpod overlays as a Kubernetes mutating admission webhook: every
 // Pod created in a namespace a rule matches is changed by that rule's overlays before the
-// API server stores it, whoever creates it.
+// API server stores it, whoever creates it, and so are the pod templates of the workloads
+// (Deployments, CronJobs, Volcano Jobs, ...) a rule's kinds name.
 //
 // To serve, build a Server with New from a config file (a Config: ordered rules that match
 // on namespaces, kinds and a label selector, each with overlays, args and an OnError
@@ -20,7 +21,8 @@
 // decides.
 //
 // Which pods of an object overlays change is decided in one place, decodeObject (object.go):
-// the Pod itself now, and the pod templates of workload kinds when they are added there.
+// a Pod itself, or the pod templates of a workload as internal/workload finds them (the
+// same code starpod apply uses), each with its ctx.workload.
 package webhook
 
 import (

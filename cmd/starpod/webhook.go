@@ -40,7 +40,10 @@ func newWebhookCmd(a *app) *cobra.Command {
 		Short: "Serve overlays as a mutating admission webhook",
 		Long: `Webhook serves admission.k8s.io/v1 AdmissionReviews over HTTPS at /mutate: every Pod created
 in a namespace that a rule of the config matches is changed by the rule's overlays before
-the API server stores it. The config is a WebhookConfig:
+the API server stores it, and so are the pod templates of the workload kinds a rule names
+(apps/Deployment, batch/CronJob, batch.volcano.sh/Job, ...; ctx.workload is set for them;
+the config's podTemplates list names more, as GROUP/KIND=PATH). The config is a
+WebhookConfig:
 
   apiVersion: starpod.dev/v1alpha1
   kind: WebhookConfig
