@@ -245,18 +245,7 @@ func docError(doc *stream.Document, pod *corev1.Pod, err error) error {
 		}
 	}
 	where := fmt.Sprintf("%s:%d: pod %q", doc.File, doc.Line, pod.Name)
-	var b strings.Builder
-	for i, line := range strings.Split(err.Error(), "\n") {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(where + ": " + line)
-	}
-	var e *engine.Error
-	if errors.As(err, &e) && e.Backtrace != "" {
-		b.WriteString("\n" + e.Backtrace)
-	}
-	return errors.New(b.String())
+	return overlayError(where, err)
 }
 
 // docWriter writes encoded documents: YAML separated by ---, or JSON as kubectl prints

@@ -73,6 +73,12 @@ func templateApplyError(doc *stream.Document, t *workload.Template, err error) e
 	} else {
 		where = fmt.Sprintf("%s:%d: %s %q: %s", doc.File, doc.Line, t.Workload.Kind, t.Workload.Name, t.Path)
 	}
+	return overlayError(where, err)
+}
+
+// overlayError puts where, the document and the pod or template an overlay failed on, in front
+// of every line of the overlay's error, and the error's backtrace after it.
+func overlayError(where string, err error) error {
 	var b strings.Builder
 	for i, line := range strings.Split(err.Error(), "\n") {
 		if i > 0 {
