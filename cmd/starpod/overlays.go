@@ -92,14 +92,9 @@ func (f *overlayFlags) options(a *app, file string) (*engine.Options, error) {
 	if f.timeout <= 0 {
 		return nil, usagef("--timeout: got %v, want a positive duration", f.timeout)
 	}
-	memory, err := sizeFlag("--max-memory", f.memory, "512Mi")
+	memory, err := memoryFlag(f.memory)
 	if err != nil {
 		return nil, err
-	}
-	if memory < sandbox.MinMemory {
-		// A process cannot start and run a script in less: bad usage, not an overlay's failure.
-		return nil, usagef("--max-memory: got %s, want at least %s, the memory a process that runs scripts needs",
-			f.memory, bound.FormatSize(sandbox.MinMemory))
 	}
 	if _, err := f.overlayArgs(); err != nil {
 		return nil, err
@@ -436,4 +431,18 @@ func sizeFlag(name, value, example string) (int64, error) {
 		return 0, usagef("%s: got %q, want a positive size such as %s", name, value, example)
 	}
 	return q.Value(), nil
+}
+
+// memoryFlag parses the value of --max-memory: a size of at least sandbox.MinMemory, as a
+// process cannot start and run a script in less (bad usage, not an overlay's failure).
+func memoryFlag(value string) (int64, error) {
+	memory, err := sizeFlag("--max-memory", value, "512Mi")
+	if err != nil {
+		return 0, err
+	}
+	if memory < sandbox.MinMemory {
+		return 0, usagef("--max-memory: got %s, want at least %s, the memory a process that runs scripts needs",
+			value, bound.FormatSize(sandbox.MinMemory))
+	}
+	return memory, nil
 }

@@ -16,8 +16,6 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/starpod/starpod/engine"
-	"github.com/starpod/starpod/internal/bound"
-	"github.com/starpod/starpod/internal/sandbox"
 	"github.com/starpod/starpod/webhook"
 )
 
@@ -122,13 +120,9 @@ func (f *webhookFlags) options(a *app) (*webhook.Options, error) {
 	if f.workers < 0 {
 		return nil, usagef("--workers-per-rule: got %d, want a positive number", f.workers)
 	}
-	memory, err := sizeFlag("--max-memory", f.memory, "512Mi")
+	memory, err := memoryFlag(f.memory)
 	if err != nil {
 		return nil, err
-	}
-	if memory < sandbox.MinMemory {
-		return nil, usagef("--max-memory: got %s, want at least %s, the memory a process that runs scripts needs",
-			f.memory, bound.FormatSize(sandbox.MinMemory))
 	}
 	maxBody, err := sizeFlag("--max-body-size", f.maxBody, "7Mi")
 	if err != nil {
