@@ -56,14 +56,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
-	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -75,95 +73,6 @@ import (
 	"github.com/starpod/starpod/internal/validate"
 )
 
-// Defaults for the zero values of [Options].
-const (
-	DefaultMaxSteps       = 1_000_000
-	DefaultTimeout        = 2 * time.Second
-	DefaultMaxResultBytes = 1 << 20
-)
-
-// Options configures [Compile]. The zero value is the safe default: a zero limit means its
-// documented default, never "unlimited".
-type Options struct {
-	// MaxSteps bounds the Starlark execution steps of one apply (top level and overlay
-	// together), and of Compile (the top levels of the script and of every module it loads,
-	// together). Zero means DefaultMaxSteps.
-	MaxSteps uint64
-
-	// Timeout bounds the wall time of one apply, and of Compile as MaxSteps does. Zero means
-	// DefaultTimeout. A deadline or cancellation of the context given to Apply stops the
-	// script too.
-	Timeout time.Duration
-
-	// MaxResultBytes bounds the size of the JSON encoding of the pod an overlay returns.
-	// Zero means DefaultMaxResultBytes.
-	MaxResultBytes int64
-
-	// Print receives the output of print() with the position of the call. Nil discards it.
-	// It may be called from several goroutines at once when an overlay is applied
-	// concurrently.
-	Print func(pos syntax.Position, msg string)
-
-	// Loader resolves load statements. Nil makes every load fail with an error.
-	Loader Loader
-
-	// Isolation says where the overlay compiles and applies: InProcess (the zero value) or
-	// in a WorkerProcess with a memory limit. See [Isolation].
-	Isolation Isolation
-
-	// MaxMemory bounds, in bytes, the memory of the worker process of an overlay compiled
-	// with WorkerProcess isolation. Zero means DefaultMaxMemory. In-process overlays are not
-	// bounded in memory.
-	MaxMemory int64
-
-	// Workers is the pool of worker processes for WorkerProcess isolation. Nil means a
-	// pool shared by the whole program that re-executes the program itself, which must then
-	// call [ServeWorkerIfRequested] first thing in main.
-	Workers *WorkerPool
-
-	// Validation says what is checked of the pod an overlay returns besides its schema.
-	// The zero value, ValidateSchema, checks the schema only.
-	Validation Validation
-}
-
-// Validation says what [Overlay.Apply] checks of the pod an overlay returns. Every level
-// checks the schema strictly (types, unknown fields, kind and apiVersion).
-type Validation int
-
-const (
-	// ValidateSchema checks the schema only.
-	ValidateSchema Validation = iota
-	// ValidatePod also checks what the API server would reject of a pod: names, labels,
-	// enumerations, ports, env, requests above limits, an image for every container. A pod
-	// applied with an Env that names a Workload is that workload's pod template, and is
-	// checked as ValidatePodTemplate checks.
-	ValidatePod
-	// ValidatePodTemplate checks as ValidatePod does, but not the name and namespace,
-	// which the controller of a pod template sets.
-	ValidatePodTemplate
-)
-
-func (o *Options) maxSteps() uint64 {
-	if o.MaxSteps == 0 {
-		return DefaultMaxSteps
-	}
-	return o.MaxSteps
-}
-
-func (o *Options) timeout() time.Duration {
-	if o.Timeout <= 0 {
-		return DefaultTimeout
-	}
-	return o.Timeout
-}
-
-func (o *Options) maxResultBytes() int64 {
-	if o.MaxResultBytes <= 0 {
-		return DefaultMaxResultBytes
-	}
-	return o.MaxResultBytes
-}
-
 // fileOptions is the overlay dialect: no while, no recursion, no global reassignment, no
 // top-level if/for; sets are allowed.
 var fileOptions = &syntax.FileOptions{Set: true}
@@ -174,76 +83,6 @@ var predeclared = func() starlark.StringDict {
 	d.Freeze()
 	return d
 }()
-
-// Env is what an overlay sees as its ctx parameter. A pod that a scheduler builds is replica
-// ReplicaID of the NumReplicas of its role, and Scheduler names the scheduler. Outside a
-// scheduler (Scheduler is empty) the pod is no replica, and ctx.replica_id and
-// ctx.num_replicas are None, whatever ReplicaID and NumReplicas hold: replica 0 is never
-// mistaken for "no replica". The zero value is the ctx of an overlay run outside a scheduler:
-// empty strings, None and no args.
-type Env struct {
-	AppID       string            // ctx.app_id
-	Role        string            // ctx.role
-	ReplicaID   int               // ctx.replica_id, when Scheduler is set
-	NumReplicas int               // ctx.num_replicas, when Scheduler is set
-	Scheduler   string            // ctx.scheduler, e.g. "kubernetes"; empty outside a scheduler
-	Args        map[string]string // ctx.args, from --overlay-arg KEY=VALUE
-	Workload    *Workload         // ctx.workload; nil (None) for a bare pod
-}
-
-// A Workload is the object whose pod template an overlay is applied to, as ctx.workload
-// shows it: ctx.workload.kind, .api_version, .name, .namespace and .path, the template's
-// field path in the object (spec.template, spec.tasks[0].template).
-type Workload struct {
-	Kind, APIVersion, Name, Namespace, Path string
-}
-
-// value returns w as a frozen Starlark struct, or None for nil.
-func (w *Workload) value() starlark.Value {
-	if w == nil {
-		return starlark.None
-	}
-	s := starlarkstruct.FromStringDict(starlark.String("workload"), starlark.StringDict{
-		"kind":        starlark.String(w.Kind),
-		"api_version": starlark.String(w.APIVersion),
-		"name":        starlark.String(w.Name),
-		"namespace":   starlark.String(w.Namespace),
-		"path":        starlark.String(w.Path),
-	})
-	s.Freeze()
-	return s
-}
-
-// value returns env as a frozen Starlark struct.
-func (env *Env) value() starlark.Value {
-	if env == nil {
-		env = &Env{}
-	}
-	args := starlark.NewDict(len(env.Args))
-	keys := make([]string, 0, len(env.Args))
-	for k := range env.Args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		args.SetKey(starlark.String(k), starlark.String(env.Args[k]))
-	}
-	var replica, replicas starlark.Value = starlark.None, starlark.None
-	if env.Scheduler != "" {
-		replica, replicas = starlark.MakeInt(env.ReplicaID), starlark.MakeInt(env.NumReplicas)
-	}
-	s := starlarkstruct.FromStringDict(starlark.String("ctx"), starlark.StringDict{
-		"app_id":       starlark.String(env.AppID),
-		"role":         starlark.String(env.Role),
-		"replica_id":   replica,
-		"num_replicas": replicas,
-		"scheduler":    starlark.String(env.Scheduler),
-		"args":         args,
-		"workload":     env.Workload.value(),
-	})
-	s.Freeze()
-	return s
-}
 
 // An Overlay is a compiled overlay script. It is immutable and holds no mutable Starlark
 // values, so one Overlay may be applied from many goroutines at once.
