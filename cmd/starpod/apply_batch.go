@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
@@ -205,10 +204,9 @@ func (p *pipeline) applyChain(ctx context.Context, pods []*corev1.Pod, envs []*e
 
 // unchanged reports whether the overlays left a pod as it was decoded: then its document is
 // written as its text, with its comments and key order, rather than re-encoded. Equality is
-// semantic (apiequality.Semantic): a quantity written another way ("1000m" and "1") and an
-// empty list or map where there was none change nothing, as they would not on the server.
+// semantic, as workload.Unchanged tells it.
 func unchanged(in, out *corev1.Pod) bool {
-	return !changedOften(in, out) && apiequality.Semantic.DeepEqual(in, out)
+	return workload.Unchanged(in, out)
 }
 
 // isPod reports whether doc is a core/v1 Pod.

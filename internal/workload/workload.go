@@ -298,12 +298,12 @@ func (f *finder) add(m map[string]any, loc found, apiVersion, kind, rel string, 
 }
 
 // Put writes pod, the result of an overlay applied to o.Templates[i].Pod, into the document.
-// A result equal to the template (apiequality.Semantic) leaves the document as it was. A
+// A result equal to the template (see [Unchanged]) leaves the document as it was. A
 // result that breaks the rules of templates (a name, a namespace or a status that the
 // template did not hold, or another kind than v1 Pod) is an *Error, and writes nothing.
 func (o *Object) Put(i int, pod *corev1.Pod) error {
 	t := o.Templates[i]
-	if apiequality.Semantic.DeepEqual(t.Pod, pod) {
+	if Unchanged(t.Pod, pod) {
 		return nil
 	}
 	if t.Workload == nil {
