@@ -24,7 +24,6 @@
 package workload
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -35,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/starpod/starpod/internal/convert"
+	"github.com/starpod/starpod/internal/stream"
 )
 
 // Options controls [Find]. The zero value knows the built-in kinds only.
@@ -384,11 +384,13 @@ func untyped(v any, d *convert.PodDefaults) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out map[string]any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&out); err != nil {
+	x, err := stream.DecodeMarshaled(data)
+	if err != nil {
 		return nil, err
+	}
+	out, ok := x.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("got %s, want an object", typeName(x))
 	}
 	d.Remove(out)
 	return out, nil
