@@ -39,3 +39,26 @@ func TestDecodeMarshaled(t *testing.T) {
 		t.Error("DecodeMarshaled of bad text: no error")
 	}
 }
+
+func TestMarshalUntypedYAMLSameAsMarshalYAML(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	values := []any{
+		map[string]any{"a": "\xff", "b": json.Number("1")},
+		map[string]any{"\xfe": "a"},
+		map[string]any{"a": int64(3), "b": 2.5, "c": []any{float32(1)}},
+		map[string]any{"a": json.Number("1.5e3"), "b": "<&>"},
+		map[string]any{},
+		[]any{"a"},
+		"a",
+	}
+	for range 5000 {
+		values = append(values, map[string]any{randomString(r): randomValue(r, 4), "k": randomValue(r, 4)})
+	}
+	for _, v := range values {
+		want, wantErr := MarshalYAML(v)
+		got, err := MarshalUntypedYAML(v)
+		if (err != nil) != (wantErr != nil) || string(got) != string(want) {
+			t.Fatalf("MarshalUntypedYAML(%#v):\n%s (%v)\nwant\n%s (%v)", v, got, err, want, wantErr)
+		}
+	}
+}
