@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
@@ -83,7 +82,7 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 			if obj == nil || i >= len(docs) {
 				continue
 			}
-			data, err := encode(obj.Root, "yaml")
+			data, err := encodeObject(obj.Root, "yaml")
 			if err != nil {
 				docErr, docs = err, docs[:i]
 				break
@@ -151,12 +150,12 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 		case p.diff != nil:
 			if objs[i] != nil && objs[i].Changed() {
 				var after []byte
-				if after, err = encode(objs[i].Root, "yaml"); err == nil {
+				if after, err = encodeObject(objs[i].Root, "yaml"); err == nil {
 					data, err = p.diff.document(doc, before[i], after)
 				}
 			}
 		case objs[i] != nil && objs[i].Changed():
-			data, err = encode(objs[i].Root, p.format)
+			data, err = encodeObject(objs[i].Root, p.format)
 			if err == nil && !doc.JSON && p.format == "yaml" {
 				data = append(headComment(doc.Raw), data...)
 			}
@@ -205,10 +204,19 @@ func (p *pipeline) applyChain(ctx context.Context, pods []*corev1.Pod, envs []*e
 
 // unchanged reports whether the overlays left a pod as it was decoded: then its document is
 // written as its text, with its comments and key order, rather than re-encoded. Equality is
-// semantic (apiequality.Semantic): a quantity written another way ("1000m" and "1") and an
-// empty list or map where there was none change nothing, as they would not on the server.
+// semantic, as workload.Unchanged tells it.
 func unchanged(in, out *corev1.Pod) bool {
-	return !changedOften(in, out) && apiequality.Semantic.DeepEqual(in, out)
+	return workload.Unchanged(in, out)
+}
+
+// encodeObject encodes the untyped data of a document that holds templates, as encode does;
+// YAML is printed straight from the data (stream.MarshalUntypedYAML), without the JSON text
+// of its maps, which cost more than the rest of the printing.
+func encodeObject(obj any, format string) ([]byte, error) {
+	if format == "yaml" {
+		return stream.MarshalUntypedYAML(obj)
+	}
+	return encode(obj, format)
 }
 
 // isPod reports whether doc is a core/v1 Pod.

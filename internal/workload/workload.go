@@ -24,7 +24,6 @@
 package workload
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -35,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/starpod/starpod/internal/convert"
+	"github.com/starpod/starpod/internal/stream"
 )
 
 // Options controls [Find]. The zero value knows the built-in kinds only.
@@ -298,12 +298,12 @@ func (f *finder) add(m map[string]any, loc found, apiVersion, kind, rel string, 
 }
 
 // Put writes pod, the result of an overlay applied to o.Templates[i].Pod, into the document.
-// A result equal to the template (apiequality.Semantic) leaves the document as it was. A
+// A result equal to the template (see [Unchanged]) leaves the document as it was. A
 // result that breaks the rules of templates (a name, a namespace or a status that the
 // template did not hold, or another kind than v1 Pod) is an *Error, and writes nothing.
 func (o *Object) Put(i int, pod *corev1.Pod) error {
 	t := o.Templates[i]
-	if apiequality.Semantic.DeepEqual(t.Pod, pod) {
+	if Unchanged(t.Pod, pod) {
 		return nil
 	}
 	if t.Workload == nil {
@@ -384,11 +384,13 @@ func untyped(v any, d *convert.PodDefaults) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out map[string]any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&out); err != nil {
+	x, err := stream.DecodeMarshaled(data)
+	if err != nil {
 		return nil, err
+	}
+	out, ok := x.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("got %s, want an object", typeName(x))
 	}
 	d.Remove(out)
 	return out, nil
