@@ -63,20 +63,7 @@ func TestExplain(t *testing.T) {
 			if diff := cmp.Diff(got[0], got[1]); diff != "" {
 				t.Errorf("in process and in a worker differ (-in-process +worker):\n%s", diff)
 			}
-			golden := name + ".golden"
-			if *updateHostile {
-				if err := os.WriteFile(golden, []byte(got[0]), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), got[0]); diff != "" {
-				t.Errorf("changes mismatch (-want +got):\n%s", diff)
-			}
+			checkGolden(t, name+".golden", got[0], "changes")
 		})
 	}
 }

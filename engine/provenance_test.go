@@ -65,20 +65,7 @@ func TestProvenance(t *testing.T) {
 			if diff := cmp.Diff(got[0], got[1]); diff != "" {
 				t.Errorf("in process and in a worker differ (-in-process +worker):\n%s", diff)
 			}
-			golden := filepath.Join(dir, name+".golden")
-			if *updateHostile {
-				if err := os.WriteFile(golden, []byte(got[0]), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), got[0]); diff != "" {
-				t.Errorf("error mismatch (-want +got):\n%s", diff)
-			}
+			checkGolden(t, filepath.Join(dir, name+".golden"), got[0], "error")
 		})
 	}
 }
@@ -120,5 +107,24 @@ func TestProvenanceChain(t *testing.T) {
 			_, err := test.chain.Apply(context.Background(), readPod(t, filepath.Join("testdata", "provenance", "pod.yaml")), nil)
 			matchErr(t, err, test.want)
 		})
+	}
+}
+
+// checkGolden compares got, the text of what, with the golden file path, or writes the file
+// with -update.
+func checkGolden(t *testing.T, path, got, what string) {
+	t.Helper()
+	if *updateHostile {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", what, diff)
 	}
 }

@@ -206,21 +206,7 @@ func cpuTime() time.Duration {
 // another rule's memory bomb, with a worker pool per rule (as the webhook runs) and with one
 // pool shared by the rules: what pools per rule are for.
 func BenchmarkBesideBomb(b *testing.B) {
-	files := map[string]string{
-		"config.yaml": `
-apiVersion: starpod.dev/v1alpha1
-kind: WebhookConfig
-rules:
-- name: bomb
-  match: {namespaces: [bad]}
-  overlays: [bomb.star]
-- name: gpu
-  match: {namespaces: [ml]}
-  overlays: [gpu.star]
-`,
-		"bomb.star": "def overlay(pod):\n    s = 'a' * ((1 << 30) - 1)\n",
-		"gpu.star":  gpuOverlay,
-	}
+	files := besideBomb()
 	const clients = 8
 	for _, shared := range []bool{false, true} {
 		name := "pool-per-rule"

@@ -451,21 +451,7 @@ func TestMemoryBombIsolated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes")
 	}
-	f := newFixture(t, map[string]string{
-		"config.yaml": `
-apiVersion: starpod.dev/v1alpha1
-kind: WebhookConfig
-rules:
-- name: bomb
-  match: {namespaces: [bad]}
-  overlays: [bomb.star]
-- name: gpu
-  match: {namespaces: [ml]}
-  overlays: [gpu.star]
-`,
-		"bomb.star": "def overlay(pod):\n    s = 'a' * ((1 << 30) - 1)\n",
-		"gpu.star":  gpuOverlay,
-	}, &Options{
+	f := newFixture(t, besideBomb(), &Options{
 		Engine:         engine.Options{Isolation: engine.WorkerProcess, MaxMemory: 128 << 20},
 		WorkersPerRule: 1,
 	})
@@ -575,5 +561,25 @@ rules:
 	wg.Wait()
 	if messages["starpod rule slow: "+errRuleBusy.Error()] != 2 || len(messages) != 2 {
 		t.Errorf("slow rule's answers: %v, want 4 stopped by the time limit and 2 refused as busy", messages)
+	}
+}
+
+// besideBomb returns the files of a config whose rule "bomb" (namespace bad) runs a memory bomb
+// and whose rule "gpu" (namespace ml) runs the GPU overlay.
+func besideBomb() map[string]string {
+	return map[string]string{
+		"config.yaml": `
+apiVersion: starpod.dev/v1alpha1
+kind: WebhookConfig
+rules:
+- name: bomb
+  match: {namespaces: [bad]}
+  overlays: [bomb.star]
+- name: gpu
+  match: {namespaces: [ml]}
+  overlays: [gpu.star]
+`,
+		"bomb.star": "def overlay(pod):\n    s = 'a' * ((1 << 30) - 1)\n",
+		"gpu.star":  gpuOverlay,
 	}
 }
