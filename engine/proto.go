@@ -58,6 +58,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/starpod/starpod/internal/sandbox"
+	"github.com/starpod/starpod/internal/wire"
 )
 
 // Bounds of what a worker sends back, so that no script can make the parent hold more than
@@ -89,7 +90,7 @@ func answerFrameLimit(maxResult int64) int {
 
 // protocolVersion names the protocol. A worker refuses a parent that speaks another, such as
 // one of another build of starpod.
-const protocolVersion = "starpod-worker/5"
+const protocolVersion = "starpod-worker/6"
 
 // maxWorkerScripts is how many compiled scripts a worker keeps, with their modules' globals.
 // A worker's memory limit covers them all.
@@ -106,12 +107,15 @@ const (
 	framePod     = 'P' // body: a ctx and a pod
 	frameSkip    = 'S' // body: why the parent could not encode the pod
 	frameEnd     = 'E' // empty
+	frameTask    = 'T' // body: JSON wireTask
 	// from the worker
 	framePrint   = 'p' // body: JSON wirePrint
 	frameResult  = 'r' // body: a pod
 	frameChanges = 'c' // body: JSON []wireChange, the changes of the result that follows
 	frameError   = 'e' // body: JSON wireError
 	frameDone    = 'd' // empty, or JSON wireError of a failed compile
+	frameAnswer  = 'a' // body: the answer of a task
+	frameNote    = 'n' // body: a note of a task
 )
 
 // A wireScript is everything a worker needs to compile an overlay: its source, the results of
@@ -329,12 +333,6 @@ func (w *wireError) encode(max int) ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// appendString appends s with its length as a uvarint.
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
 // appendEnv appends the encoding of a ctx that is not nil: a format byte (1), then the app
 // id, role, replica id, number of replicas, scheduler, the args in the order of their keys,
 // and the workload (see appendWorkload).
@@ -350,7 +348,7 @@ func appendWorkload(b []byte, w *Workload) []byte {
 	}
 	b = append(b, 1)
 	for _, s := range [...]string{w.Kind, w.APIVersion, w.Name, w.Namespace, w.Path} {
-		b = appendString(b, s)
+		b = wire.AppendString(b, s)
 	}
 	return b
 }
@@ -358,20 +356,20 @@ func appendWorkload(b []byte, w *Workload) []byte {
 // appendEnvFields appends the encoding of env up to its workload.
 func appendEnvFields(b []byte, env *Env) []byte {
 	b = append(b, 1)
-	b = appendString(b, env.AppID)
-	b = appendString(b, env.Role)
+	b = wire.AppendString(b, env.AppID)
+	b = wire.AppendString(b, env.Role)
 	b = binary.AppendVarint(b, int64(env.ReplicaID))
 	b = binary.AppendVarint(b, int64(env.NumReplicas))
-	b = appendString(b, env.Scheduler)
+	b = wire.AppendString(b, env.Scheduler)
 	b = binary.AppendUvarint(b, uint64(len(env.Args)))
 	if len(env.Args) == 1 {
 		for k, v := range env.Args {
-			b = appendString(appendString(b, k), v)
+			b = wire.AppendString(wire.AppendString(b, k), v)
 		}
 		return b
 	}
 	for _, k := range slices.Sorted(maps.Keys(env.Args)) {
-		b = appendString(appendString(b, k), env.Args[k])
+		b = wire.AppendString(wire.AppendString(b, k), env.Args[k])
 	}
 	return b
 }
@@ -388,66 +386,7 @@ func appendPodHeader(b []byte, env []byte, kind, apiVersion string) []byte {
 // appendKind appends the beginning of the body of a result frame, before the pod's protobuf
 // encoding: its kind and apiVersion.
 func appendKind(b []byte, kind, apiVersion string) []byte {
-	return appendString(appendString(b, kind), apiVersion)
-}
-
-// errMalformed is the error of a frame whose body does not parse.
-var errMalformed = errors.New("malformed frame")
-
-// A decoder reads the fields of a frame's body. After the first error it reads nothing.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) fail() {
-	d.err, d.b = errMalformed, nil
-}
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) byte() byte {
-	if len(d.b) == 0 {
-		d.fail()
-		return 0
-	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-// bytes returns the next field, a uvarint length and bytes, which alias the body.
-func (d *decoder) bytes() []byte {
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
-		d.fail()
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) string() string {
-	return string(d.bytes())
+	return wire.AppendString(wire.AppendString(b, kind), apiVersion)
 }
 
 // decodeEnv decodes a ctx encoded by appendEnv; empty data is a nil ctx.
@@ -458,44 +397,37 @@ func decodeEnv(data []byte) (*Env, error) {
 	if data[0] != 1 {
 		return nil, fmt.Errorf("ctx of format %d, want 1", data[0])
 	}
-	d := &decoder{b: data[1:]}
-	env := &Env{AppID: d.string(), Role: d.string(), ReplicaID: int(d.varint()), NumReplicas: int(d.varint()), Scheduler: d.string()}
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
-		d.fail()
-	}
-	if d.err == nil && n > 0 {
+	d := &wire.Decoder{B: data[1:]}
+	env := &Env{AppID: d.String(), Role: d.String(), ReplicaID: int(d.Varint()), NumReplicas: int(d.Varint()), Scheduler: d.String()}
+	if n := d.Count(); n > 0 {
 		env.Args = make(map[string]string, n)
 		for range n {
-			k := d.string()
-			env.Args[k] = d.string()
+			k := d.String()
+			env.Args[k] = d.String()
 		}
 	}
-	switch w := d.byte(); {
-	case d.err != nil:
+	switch w := d.Byte(); {
+	case d.Err != nil:
 	case w == 1:
-		env.Workload = &Workload{Kind: d.string(), APIVersion: d.string(), Name: d.string(), Namespace: d.string(), Path: d.string()}
+		env.Workload = &Workload{Kind: d.String(), APIVersion: d.String(), Name: d.String(), Namespace: d.String(), Path: d.String()}
 	case w != 0:
-		d.fail()
+		d.Fail()
 	}
-	if d.err == nil && len(d.b) > 0 {
-		d.fail()
-	}
-	if d.err != nil {
-		return nil, fmt.Errorf("ctx: %v", d.err)
+	if err := d.End(); err != nil {
+		return nil, fmt.Errorf("ctx: %v", err)
 	}
 	return env, nil
 }
 
 // decodePod decodes a pod: the kind and apiVersion, and the protobuf encoding in the rest of data.
 func decodePod(data []byte) (*corev1.Pod, error) {
-	d := &decoder{b: data}
-	kind, apiVersion := d.bytes(), d.bytes()
-	if d.err != nil {
-		return nil, d.err
+	d := &wire.Decoder{B: data}
+	kind, apiVersion := d.Bytes(), d.Bytes()
+	if d.Err != nil {
+		return nil, d.Err
 	}
 	pod := new(corev1.Pod)
-	if err := pod.Unmarshal(d.b); err != nil {
+	if err := pod.Unmarshal(d.B); err != nil {
 		return nil, err
 	}
 	pod.Kind, pod.APIVersion = string(kind), string(apiVersion)

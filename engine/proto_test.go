@@ -160,8 +160,8 @@ func TestServeRefuses(t *testing.T) {
 		in   []byte
 		want string
 	}{
-		{"other version", frames(byte(sandbox.FrameHello), "starpod-worker/1"), `got protocol "starpod-worker/1", want "starpod-worker/5"`},
-		{"no hello", frames(byte(frameDefine), "{}"), `got a frame of kind 'D', want the hello of protocol "starpod-worker/5"`},
+		{"other version", frames(byte(sandbox.FrameHello), "starpod-worker/1"), `got protocol "starpod-worker/1", want "starpod-worker/6"`},
+		{"no hello", frames(byte(frameDefine), "{}"), `got a frame of kind 'D', want the hello of protocol "starpod-worker/6"`},
 		{"JSON frame", append(binary.BigEndian.AppendUint32(nil, 100), `{"Key":`...), `got a frame of kind '{', want the hello`},
 		{"cut hello", []byte{0, 0}, `unexpected EOF`},
 		{"unknown request", slices.Concat(hello, frames(byte('Z'), "")), `got a frame of kind 'Z', want a request`},

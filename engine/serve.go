@@ -12,12 +12,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/starpod/starpod/internal/sandbox"
+	"github.com/starpod/starpod/internal/wire"
 )
 
 // ServeWorkerIfRequested makes the process an overlay worker when the engine started it as one,
@@ -76,6 +78,8 @@ func (s *server) serve() error {
 			err = s.scan(body)
 		case kind == frameDefine:
 			err = s.define(body)
+		case kind == frameTask:
+			err = s.task(body)
 		case kind == frameApply, kind == frameFirst, kind == frameExplain:
 			s.explain = kind == frameExplain
 			err = s.apply(string(body), kind != frameApply)
@@ -104,6 +108,12 @@ type server struct {
 
 	answerMax int // the largest frame the parent reads, for the script at hand
 
+	// During a task, mu guards out and printErr, which its notes share with print(), and
+	// the task's latest note and its number.
+	mu       sync.Mutex
+	noteText []byte
+	noteSeq  uint64
+
 	explain bool // whether the apply at hand explains each result
 
 	// The ctx and pod decoded last, and their encodings.
@@ -118,6 +128,8 @@ type server struct {
 // kills the worker. It cuts each message to maxPrintBytes, and drops what passes
 // maxPrintTotal since the compile or the pod's apply began, with one line saying so.
 func (s *server) print(pos syntax.Position, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.printErr != nil || s.printDropped {
 		return
 	}
@@ -247,12 +259,12 @@ func (s *server) apply(key string, first bool) error {
 // applyPod applies o to the pod of a pod frame and writes the answer. It reports whether the
 // apply succeeded, and the error of decoding the frame or writing the answer.
 func (s *server) applyPod(o *Overlay, body []byte) (bool, error) {
-	d := &decoder{b: body}
-	envData := d.bytes()
-	if d.err != nil {
-		return false, fmt.Errorf("decoding a pod: %v", d.err)
+	d := &wire.Decoder{B: body}
+	envData := d.Bytes()
+	if d.Err != nil {
+		return false, fmt.Errorf("decoding a pod: %v", d.Err)
 	}
-	podData := d.b
+	podData := d.B
 	if s.lastEnvData == nil || !bytes.Equal(envData, s.lastEnvData) {
 		env, err := decodeEnv(envData)
 		if err != nil {

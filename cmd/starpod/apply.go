@@ -166,6 +166,9 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 		p.diff = &diffOptions{color: colorOutput(a.stdout)}
 	}
 	p.explain = f.explain
+	// Plain applies of overlays in workers send whole batches of documents to the workers.
+	p.inWorkers = f.isolate != "none" && !f.diff && !f.explain
+	p.ruleFlags, p.timeout = f.podTmpl, f.timeout
 	out := &spool{limit: spoolMemory}
 	defer out.Close()
 	if err := p.run(files, f.jobs, out); err != nil {

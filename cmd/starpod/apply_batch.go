@@ -21,8 +21,16 @@ import (
 
 // apply parses the documents of b, applies the chain to their pods and pod templates and
 // encodes every document, up to the first document that fails, whose error goes before any
-// error of reading.
+// error of reading: in a worker when it can (see applyInWorker), else here.
 func (p *pipeline) apply(ctx context.Context, b *batch) {
+	if p.inWorkers && p.applyInWorker(ctx, b) {
+		return
+	}
+	p.applyHere(ctx, b)
+}
+
+// applyHere is apply in this process.
+func (p *pipeline) applyHere(ctx context.Context, b *batch) {
 	var pods []*corev1.Pod
 	var units []unit                                 // what each pod is
 	var envs []*engine.Env                           // the ctx of each pod, when a template is among them
@@ -96,6 +104,17 @@ func (p *pipeline) apply(ctx context.Context, b *batch) {
 	var changes [][]engine.Change // with --explain
 	var failed int
 	var err error
+	if p.onApply != nil {
+		where := ""
+		if len(units) == 1 {
+			if u := units[0]; u.template > 0 {
+				where = templateWhere(docs[u.doc], objs[u.doc].Templates[u.template-1])
+			} else {
+				where = podWhere(docs[u.doc], pods[0])
+			}
+		}
+		p.onApply(where)
+	}
 	if p.explain {
 		results, changes, err = explainBatch(ctx, p.chain, pods, envs)
 		failed = len(results)
@@ -252,8 +271,12 @@ func docError(doc *stream.Document, pod *corev1.Pod, err error) error {
 				doc.File, doc.Line, doc.Index+1, pod.Name, bound.FormatSize(engine.DefaultMaxResultBytes))
 		}
 	}
-	where := fmt.Sprintf("%s:%d: pod %q", doc.File, doc.Line, pod.Name)
-	return overlayError(where, err)
+	return overlayError(podWhere(doc, pod), err)
+}
+
+// podWhere says where an overlay failed on the pod of doc.
+func podWhere(doc *stream.Document, pod *corev1.Pod) string {
+	return fmt.Sprintf("%s:%d: pod %q", doc.File, doc.Line, pod.Name)
 }
 
 // docWriter writes encoded documents: YAML separated by ---, or JSON as kubectl prints

@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
@@ -34,6 +35,17 @@ type pipeline struct {
 	rules   workload.Options     // where the pod templates of more kinds are
 	diff    *diffOptions         // --diff: the diff of each changed document instead of the documents
 	explain bool                 // --explain: the changes of each pod instead of the documents
+
+	// inWorkers says the chain runs in workers and whole batches may go to them
+	// (applyInWorker), with ruleFlags, the --pod-template flags, and timeout, each
+	// overlay's time limit.
+	inWorkers bool
+	ruleFlags []string
+	timeout   time.Duration
+
+	// onApply, in a worker, is told before the chain applies to the pods of a document:
+	// where an error of the one pod would be (see overlayError), or "" for several pods.
+	onApply func(where string)
 
 	pods      atomic.Int64 // pods and pod templates found
 	templates atomic.Int64 // documents that hold pod templates

@@ -67,13 +67,15 @@ func templateError(doc *stream.Document, err error) error {
 // templateApplyError puts the document and the template an overlay failed on in front of the
 // overlay's error, and its backtrace after it.
 func templateApplyError(doc *stream.Document, t *workload.Template, err error) error {
-	var where string
+	return overlayError(templateWhere(doc, t), err)
+}
+
+// templateWhere says where an overlay failed on template t of doc.
+func templateWhere(doc *stream.Document, t *workload.Template) string {
 	if t.Workload == nil {
-		where = fmt.Sprintf("%s:%d: pod %q at %s", doc.File, doc.Line, t.Pod.Name, t.Path)
-	} else {
-		where = fmt.Sprintf("%s:%d: %s %q: %s", doc.File, doc.Line, t.Workload.Kind, t.Workload.Name, t.Path)
+		return fmt.Sprintf("%s:%d: pod %q at %s", doc.File, doc.Line, t.Pod.Name, t.Path)
 	}
-	return overlayError(where, err)
+	return fmt.Sprintf("%s:%d: %s %q: %s", doc.File, doc.Line, t.Workload.Kind, t.Workload.Name, t.Path)
 }
 
 // overlayError puts where, the document and the pod or template an overlay failed on, in front

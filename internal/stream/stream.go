@@ -44,6 +44,14 @@ type Document struct {
 	limit  int64 // the limit of the content's size
 }
 
+// NewText returns a YAML document as [Reader.NextText] returns it, not parsed yet, for a
+// document read elsewhere: the text raw of document index (from 0) of file, starting on line
+// line, whose content [Document.Parse] bounds to maxBytes (zero means
+// DefaultMaxDocumentBytes).
+func NewText(file string, index, line int, raw []byte, maxBytes int64) *Document {
+	return &Document{File: file, Index: index, Line: line, Raw: raw, limit: maxBytes}
+}
+
 // Kind returns the document's apiVersion and kind, or empty strings.
 func (d *Document) Kind() (apiVersion, kind string) {
 	m, _ := d.Object.(map[string]any)

@@ -1,0 +1,274 @@
+package engine
+
+// This file defines tasks: work a program does in a worker process around the overlays it
+// applies there, such as reading documents and printing them, so that the calling process only
+// passes bytes.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/starpod/starpod/internal/sandbox"
+)
+
+// A TaskFunc does a task in a worker process: it gets the request the caller passed to
+// [Chain.RunTask], the chain of the overlays named there, compiled in the worker and applied
+// in it (in process, with every limit but memory, which is the worker's), and the ctx passed
+// there. It returns the answer, or an error whose text reaches the caller. It calls note to
+// say what it is doing: if the worker stops answering, the caller learns the last note
+// (see [TaskFailure]). Notes cost no system call: the worker sends the latest note every
+// tenth of a second, if it changed, and each note the caller gets starts the time allowed
+// (TaskOptions.Timeout) again, so a task that notes its progress may take longer.
+type TaskFunc func(ctx context.Context, chain Chain, env *Env, req []byte, note func([]byte) error) ([]byte, error)
+
+var tasks sync.Map // name -> TaskFunc
+
+// RegisterTask registers a task under name for [Chain.RunTask]. The worker program must
+// register it before it serves (in an init function of the program that re-executes itself
+// as a worker); registering a name twice panics.
+func RegisterTask(name string, fn TaskFunc) {
+	if _, dup := tasks.LoadOrStore(name, fn); dup {
+		panic(fmt.Sprintf("engine: task %q registered twice", name))
+	}
+}
+
+// ErrNotInWorkers is the error of [Chain.RunTask] for a chain that does not run in workers:
+// one with no overlay, or with an overlay compiled with InProcess isolation, or overlays of
+// different worker pools or memory limits.
+var ErrNotInWorkers = errors.New("engine: the chain's overlays do not run in workers of one pool")
+
+// TaskOptions bounds a task.
+type TaskOptions struct {
+	// Timeout is how long the worker may take to answer, or to give a note, from the request
+	// or the note before; past it the worker is killed and RunTask fails. Each overlay's own
+	// time limit still bounds each of its applies inside the task.
+	Timeout time.Duration
+	// MaxAnswer bounds the answer's size in bytes; a larger answer fails the task.
+	MaxAnswer int
+}
+
+// RunTask runs the task registered under name in a worker process that holds every overlay of
+// c compiled (compiling those it lacks), with env as the ctx and req as the request, and
+// returns its answer. It returns ErrNotInWorkers for a chain that does not run in workers, a
+// *TaskFailure when the worker died (of its memory limit, killed past opts.Timeout, or
+// breaking the protocol), or the task's error. The print() output of the overlays reaches
+// the first overlay's Options.Print, as it happens. A task that fails leaves the caller free
+// to do the work another way: no state of the caller changed.
+func (c Chain) RunTask(ctx context.Context, name string, env *Env, req []byte, opts TaskOptions) ([]byte, error) {
+	if len(c) == 0 {
+		return nil, ErrNotInWorkers
+	}
+	var rs []*remote
+	for _, o := range c {
+		r, ok := o.run.(*remote)
+		if !ok || len(rs) > 0 && (r.pool != rs[0].pool || r.limit != rs[0].limit) {
+			return nil, ErrNotInWorkers
+		}
+		rs = append(rs, r)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	first := rs[0]
+	w, err := first.pool.Get(first.limit, first.script.Key, false)
+	if err != nil {
+		return nil, err
+	}
+	defer first.pool.Put(w)
+	keys := make([]string, len(rs))
+	for i, r := range rs {
+		keys[i] = r.script.Key
+		if _, ok := w.Keys.Get(r.script.Key); ok {
+			w.Keys.Use(r.script.Key)
+			continue
+		}
+		w.SetMaxFrame(answerFrameLimit(r.script.MaxResultBytes))
+		x := &defineExchange{r: r}
+		if err := w.Call(ctx, x, sandbox.CallOptions{First: workerGrace + r.o.opts.timeout()}); err != nil {
+			return nil, err
+		}
+		if x.err != nil {
+			return nil, x.err.error()
+		}
+		w.Keys.Add(r.script.Key, struct{}{})
+	}
+	maxAnswer := max(opts.MaxAnswer, 1<<20) // room for an error and the prints
+	w.SetMaxFrame(maxAnswer)
+	var envData []byte // a nil ctx is empty
+	if env != nil {
+		envData = appendEnv(nil, env)
+	}
+	x := &taskExchange{req: &wireTask{Name: name, Keys: keys, Env: envData, Req: req, MaxAnswer: maxAnswer},
+		print: first.printer()}
+	if err := w.Call(ctx, x, sandbox.CallOptions{First: opts.Timeout}); err != nil {
+		tf := &TaskFailure{Note: x.note, Cause: err}
+		var f *sandbox.Failure
+		// The overlay's limit, as an apply of it reports it: the only overlay, which alone
+		// took the worker's memory.
+		if errors.As(err, &f) && f.Reason == sandbox.Timeout && len(rs) == 1 {
+			tf.Err, _ = first.failure(ctx, err)
+		}
+		return nil, tf
+	}
+	if x.err != nil {
+		return nil, x.err
+	}
+	return x.answer, nil
+}
+
+// A TaskFailure is the failure of a worker during a task.
+type TaskFailure struct {
+	Note  []byte // the task's last note before the failure
+	Cause error  // the worker's failure
+	// Err is the *Error, wrapping a *LimitError, of the chain's overlay when the chain is
+	// one overlay and the worker was killed for passing its time limit: then the note says
+	// what the task was doing, if it noted that just before (see TaskFunc). Else nil: a
+	// worker that dies of its memory limit may die before its last note reaches the caller.
+	Err *Error
+}
+
+func (f *TaskFailure) Error() string { return "a worker failed during a task: " + f.Cause.Error() }
+
+func (f *TaskFailure) Unwrap() error { return f.Cause }
+
+// A wireTask is a task request.
+type wireTask struct {
+	Name      string
+	Keys      []string // the scripts of the chain, defined in the worker, in order
+	Env       []byte   // the ctx, as appendEnv writes it
+	Req       []byte
+	MaxAnswer int // the largest frame the parent reads
+}
+
+// A taskExchange is a task request and its answer.
+type taskExchange struct {
+	req    *wireTask
+	print  func(*wirePrint)
+	note   []byte
+	answer []byte
+	err    error
+}
+
+func (x *taskExchange) Send(in *bufio.Writer) error {
+	if err := sandbox.WriteJSONFrame(in, frameTask, x.req); err != nil {
+		return err
+	}
+	return in.Flush()
+}
+
+func (x *taskExchange) Answer(kind byte, body []byte) (bool, error) {
+	switch kind {
+	case framePrint:
+		return false, answerPrint(body, x.print)
+	case frameNote:
+		x.note = append(x.note[:0], body...)
+		return false, nil
+	case frameAnswer:
+		x.answer = append([]byte(nil), body...)
+		return true, nil
+	case frameError:
+		var we wireError
+		if err := json.Unmarshal(body, &we); err != nil {
+			return false, fmt.Errorf("malformed error: %v", err)
+		}
+		x.err = we.error()
+		if we.Overlay == "" && we.Limit == nil && len(we.Fields) == 0 {
+			x.err = errors.New(we.Msg) // the task's own error, not an overlay's
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("got a frame of kind %q, want the answer of a task", kind)
+}
+
+// task does a task request in the worker and answers with its answer or its error.
+func (s *server) task(body []byte) error {
+	var t wireTask
+	if err := json.Unmarshal(body, &t); err != nil {
+		return fmt.Errorf("decoding a task: %v", err)
+	}
+	s.answerMax = t.MaxAnswer
+	fn, ok := tasks.Load(t.Name)
+	if !ok {
+		return s.writeError(frameError, fmt.Errorf("no task %q in this worker program", t.Name))
+	}
+	chain := make(Chain, len(t.Keys))
+	for i, key := range t.Keys {
+		o, ok := s.scripts.Get(key)
+		if !ok {
+			return fmt.Errorf("task of unknown script %s", key)
+		}
+		s.scripts.Use(key)
+		chain[i] = o
+	}
+	env, err := decodeEnv(t.Env)
+	if err != nil {
+		return fmt.Errorf("decoding a task: %v", err)
+	}
+	s.resetPrint()
+	stop := s.startNotes()
+	answer, err := fn.(TaskFunc)(context.Background(), chain, env, t.Req, s.note)
+	stop()
+	if s.printErr != nil {
+		return s.printErr
+	}
+	if err == nil && len(answer) > t.MaxAnswer {
+		err = fmt.Errorf("the answer of %d bytes exceeds the limit of %d bytes of a worker's answer", len(answer), t.MaxAnswer)
+	}
+	if err != nil {
+		return s.writeError(frameError, err)
+	}
+	return sandbox.WriteFrame(s.out, frameAnswer, answer)
+}
+
+// noteInterval is how often a worker sends a task's latest note, if it changed.
+const noteInterval = 100 * time.Millisecond
+
+// note records a task's note, which startNotes sends.
+func (s *server) note(b []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(b) > maxErrorText {
+		return fmt.Errorf("a note of %d bytes, over the limit of %d", len(b), maxErrorText)
+	}
+	s.noteText = append(s.noteText[:0], b...)
+	s.noteSeq++
+	return s.printErr
+}
+
+// startNotes sends a task's latest note every noteInterval, if it changed, until the
+// returned function is called.
+func (s *server) startNotes() (stop func()) {
+	s.noteSeq, s.noteText = 0, s.noteText[:0]
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(noteInterval)
+		defer t.Stop()
+		sent := uint64(0)
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			s.mu.Lock()
+			if s.noteSeq != sent && s.printErr == nil {
+				sent = s.noteSeq
+				s.printErr = sandbox.WriteFrame(s.out, frameNote, s.noteText)
+				if s.printErr == nil {
+					s.printErr = s.out.Flush()
+				}
+			}
+			s.mu.Unlock()
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}

@@ -1,0 +1,205 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.starlark.net/syntax"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/starpod/starpod/engine"
+)
+
+// The tasks of the tests, registered in the test binary, which serves as its own worker.
+func init() {
+	// test.apply applies the chain to the pod of the request (JSON) and answers the result
+	// (JSON), with the ctx's app id as a label.
+	engine.RegisterTask("test.apply", func(ctx context.Context, chain engine.Chain, env *engine.Env, req []byte, note func([]byte) error) ([]byte, error) {
+		pod := new(corev1.Pod)
+		if err := json.Unmarshal(req, pod); err != nil {
+			return nil, err
+		}
+		if err := note([]byte("applying " + pod.Name)); err != nil {
+			return nil, err
+		}
+		res, err := chain.Apply(ctx, pod, env)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(res)
+	})
+	// test.fail fails with the request as its error.
+	engine.RegisterTask("test.fail", func(ctx context.Context, chain engine.Chain, env *engine.Env, req []byte, note func([]byte) error) ([]byte, error) {
+		return nil, errors.New(string(req))
+	})
+	// test.hang notes the request and never answers.
+	engine.RegisterTask("test.hang", func(ctx context.Context, chain engine.Chain, env *engine.Env, req []byte, note func([]byte) error) ([]byte, error) {
+		if err := note(req); err != nil {
+			return nil, err
+		}
+		select {}
+	})
+	// test.slow notes its progress every 50ms for as many steps as the request says, longer
+	// in all than the time allowed between notes, and answers "done".
+	engine.RegisterTask("test.slow", func(ctx context.Context, chain engine.Chain, env *engine.Env, req []byte, note func([]byte) error) ([]byte, error) {
+		n := len(req)
+		for i := range n {
+			if err := note([]byte{byte(i)}); err != nil {
+				return nil, err
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return []byte("done"), nil
+	})
+	// test.bomb takes memory until the worker dies.
+	engine.RegisterTask("test.bomb", func(ctx context.Context, chain engine.Chain, env *engine.Env, req []byte, note func([]byte) error) ([]byte, error) {
+		var keep [][]byte
+		for {
+			b := make([]byte, 1<<20)
+			for i := range b {
+				b[i] = 1
+			}
+			keep = append(keep, b)
+		}
+	})
+}
+
+// compileTaskChain compiles an overlay that labels pods with the ctx's app id and prints, in
+// workers of pool, with its prints going to the returned function.
+func compileTaskChain(t *testing.T, pool *engine.WorkerPool) (engine.Chain, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var prints []string
+	opts := workerOptions(pool)
+	opts.Timeout = 2 * time.Second
+	opts.Print = func(pos syntax.Position, msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		prints = append(prints, msg)
+	}
+	src := `
+def overlay(pod, ctx):
+    print("labelling", pod["metadata"]["name"])
+    pod["metadata"]["labels"] = {"app": ctx.app_id}
+    return pod
+`
+	o, err := engine.Compile(context.Background(), "label.star", []byte(src), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.Chain{o}, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), prints...)
+	}
+}
+
+func TestRunTask(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	chain, prints := compileTaskChain(t, pool)
+	ctx := context.Background()
+	opts := engine.TaskOptions{Timeout: 10 * time.Second, MaxAnswer: 1 << 20}
+
+	req := []byte(`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}`)
+	answer, err := chain.RunTask(ctx, "test.apply", &engine.Env{AppID: "demo"}, req, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod corev1.Pod
+	if err := json.Unmarshal(answer, &pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Labels["app"] != "demo" {
+		t.Errorf("labels = %v, want app=demo", pod.Labels)
+	}
+	if got := prints(); len(got) != 1 || got[0] != "labelling p" {
+		t.Errorf("prints = %q, want [labelling p]", got)
+	}
+
+	// The task's error reaches the caller as it is, and the worker serves on.
+	if _, err := chain.RunTask(ctx, "test.fail", nil, []byte("no such thing"), opts); err == nil || err.Error() != "no such thing" {
+		t.Errorf("test.fail: got %v, want the error no such thing", err)
+	}
+	if _, err := chain.RunTask(ctx, "test.none", nil, nil, opts); err == nil || !strings.Contains(err.Error(), `no task "test.none"`) {
+		t.Errorf("test.none: got %v, want no task", err)
+	}
+	// A task may take longer than the time allowed between notes when it notes its progress.
+	answer, err = chain.RunTask(ctx, "test.slow", nil, make([]byte, 40), engine.TaskOptions{Timeout: time.Second})
+	if err != nil || string(answer) != "done" {
+		t.Errorf("test.slow: got %q, %v, want done", answer, err)
+	}
+	if _, err := chain.RunTask(ctx, "test.apply", nil, req, opts); err != nil {
+		t.Errorf("after the failures: %v", err)
+	}
+}
+
+// TestRunTaskHangs checks that a worker that stops noting is killed once the time allowed
+// passes, and that the caller learns the last note and the overlay's time limit.
+func TestRunTaskHangs(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	chain, _ := compileTaskChain(t, pool)
+	_, err := chain.RunTask(context.Background(), "test.hang", nil, []byte("pod 7"), engine.TaskOptions{Timeout: 500 * time.Millisecond})
+	var f *engine.TaskFailure
+	if !errors.As(err, &f) {
+		t.Fatalf("got %v, want a *TaskFailure", err)
+	}
+	if string(f.Note) != "pod 7" {
+		t.Errorf("note = %q, want pod 7", f.Note)
+	}
+	var lim *engine.LimitError
+	if f.Err == nil || !errors.As(f.Err, &lim) || lim.Limit != engine.LimitTime || f.Err.Overlay != "label.star" {
+		t.Errorf("Err = %v, want the time limit of label.star", f.Err)
+	}
+	// The pool replaces the worker.
+	req := []byte(`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}`)
+	if _, err := chain.RunTask(context.Background(), "test.apply", nil, req, engine.TaskOptions{Timeout: 10 * time.Second}); err != nil {
+		t.Errorf("after the worker was killed: %v", err)
+	}
+}
+
+// TestRunTaskMemory checks that a task that takes the worker's memory fails with a
+// *TaskFailure that blames no overlay: the note may be stale.
+func TestRunTaskMemory(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	chain, _ := compileTaskChain(t, pool)
+	_, err := chain.RunTask(context.Background(), "test.bomb", nil, nil, engine.TaskOptions{Timeout: time.Minute})
+	var f *engine.TaskFailure
+	if !errors.As(err, &f) {
+		t.Fatalf("got %v, want a *TaskFailure", err)
+	}
+	if f.Err != nil {
+		t.Errorf("Err = %v, want nil", f.Err)
+	}
+}
+
+// TestRunTaskNotInWorkers checks the chains RunTask refuses.
+func TestRunTaskNotInWorkers(t *testing.T) {
+	inProcess, err := engine.Compile(context.Background(), "x.star", []byte("def overlay(pod):\n    return pod\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	other := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer other.Close()
+	a, _ := compileTaskChain(t, pool)
+	b, _ := compileTaskChain(t, other)
+	for name, chain := range map[string]engine.Chain{
+		"empty":      nil,
+		"in process": {inProcess},
+		"mixed":      {a[0], inProcess},
+		"two pools":  {a[0], b[0]},
+	} {
+		if _, err := chain.RunTask(context.Background(), "test.apply", nil, nil, engine.TaskOptions{Timeout: time.Second}); !errors.Is(err, engine.ErrNotInWorkers) {
+			t.Errorf("%s: got %v, want ErrNotInWorkers", name, err)
+		}
+	}
+}
