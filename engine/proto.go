@@ -107,7 +107,7 @@ const (
 	framePod     = 'P' // body: a ctx and a pod
 	frameSkip    = 'S' // body: why the parent could not encode the pod
 	frameEnd     = 'E' // empty
-	frameTask    = 'T' // body: JSON wireTask
+	frameTask    = 'T' // body: a wireTask (see wireTask.appendHead), then its request
 	// from the worker
 	framePrint   = 'p' // body: JSON wirePrint
 	frameResult  = 'r' // body: a pod
