@@ -24,6 +24,7 @@ func TestConcurrentUse(t *testing.T) {
 	data, _ := json.Marshal(v)
 	want := starlarkJSONDecode(t, data).String()
 	pod := trainingPod(t)
+	untyped := untypedJSON(t, data)
 
 	var wg sync.WaitGroup
 	for range 8 {
@@ -55,6 +56,13 @@ func TestConcurrentUse(t *testing.T) {
 			}
 			if !apiequality.Semantic.DeepEqual(pod, &got) {
 				t.Errorf("pod changed in a round trip")
+			}
+
+			var fast tree
+			if !fastDecode(untyped, &fast) {
+				t.Errorf("the fast path declines a tree")
+			} else if diff := cmp.Diff(v, &fast); diff != "" {
+				t.Errorf("fastDecode mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}

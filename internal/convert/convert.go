@@ -13,6 +13,10 @@
 // Decode never goes through JSON text, and it reports every problem at once as a
 // field.ErrorList whose paths read like spec.containers[0].ports[0].containerPort.
 //
+// To decode the untyped data of a YAML or JSON document into a pod, use [DecodePod]. It
+// decodes a valid pod straight from the untyped data, and goes through Starlark values and
+// Decode only for a pod with errors, or with values its fast path leaves to Decode.
+//
 // Both directions use per-type tables of struct fields, computed once per Go type and cached,
 // so converting many objects of the same type costs no reflection over struct tags.
 package convert

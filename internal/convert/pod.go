@@ -31,7 +31,20 @@ func (e *InvalidPodError) Error() string {
 // string, json.Number, float64, int64, bool, nil) strictly into a pod. It returns an
 // *InvalidPodError that lists every unknown field and every value of the wrong type with its
 // field path.
+//
+// Most pods take a fast path that decodes obj directly; a pod it declines, such as one with
+// an error, is decoded again through Starlark values, which gives the same pod and reports
+// every error.
 func DecodePod(obj any) (*corev1.Pod, error) {
+	if pod := new(corev1.Pod); fastDecode(obj, pod) {
+		return pod, nil
+	}
+	return decodePodSlow(obj)
+}
+
+// decodePodSlow decodes obj as DecodePod does, through the Starlark values of obj and
+// DecodePodValue.
+func decodePodSlow(obj any) (*corev1.Pod, error) {
 	var a arena
 	v, ok := untypedToStarlark(&a, obj)
 	if !ok {

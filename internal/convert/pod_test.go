@@ -85,6 +85,18 @@ func BenchmarkDecodePod(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodePodSlow is BenchmarkDecodePod through the Starlark values of the pod, the
+// path DecodePod takes for a pod its fast path declines.
+func BenchmarkDecodePodSlow(b *testing.B) {
+	x := untypedTrainingPod(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodePodSlow(x); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // FuzzUntypedToStarlark checks that untypedToStarlark gives what FromGo gives for the
 // untyped data of any JSON text, and declines what FromGo refuses.
 func FuzzUntypedToStarlark(f *testing.F) {
