@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/validate/content"
@@ -53,12 +54,18 @@ type Options struct {
 	Cache *Cache
 }
 
-// A Cache remembers the problems of the label keys and values and the DNS labels (volume
-// and container names) that pods had, which are mostly the same in many pods. It is safe
-// for concurrent use; its zero value is empty and ready.
+// A Cache remembers the problems of the label keys and values, the DNS labels (volume and
+// container names), and the env and port names that pods had, which are mostly the same in
+// many pods. It holds at most maxCached names, so that a long-lived process that sees names
+// without end (a label unique to each pod) does not grow with them. It is safe for
+// concurrent use; its zero value is empty and ready.
 type Cache struct {
-	keys, values, dns sync.Map // string → []string, the problems
+	keys, values, dns, env, ports sync.Map // string → []string, the problems
+	n                             atomic.Int64
 }
+
+// maxCached bounds the names a Cache holds.
+const maxCached = 50_000
 
 func (c *Cache) check(m *sync.Map, s string, check func(string) []string) []string {
 	if c == nil {
@@ -68,7 +75,9 @@ func (c *Cache) check(m *sync.Map, s string, check func(string) []string) []stri
 		return msgs.([]string)
 	}
 	msgs := check(s)
-	m.Store(s, msgs)
+	if c.n.Add(1) <= maxCached {
+		m.Store(s, msgs)
+	}
 	return msgs
 }
 
@@ -91,6 +100,20 @@ func (c *Cache) dnsLabel(s string) []string {
 		return content.IsDNS1123Label(s)
 	}
 	return c.check(&c.dns, s, content.IsDNS1123Label)
+}
+
+func (c *Cache) envName(s string) []string {
+	if c == nil {
+		return validation.IsEnvVarName(s)
+	}
+	return c.check(&c.env, s, validation.IsEnvVarName)
+}
+
+func (c *Cache) portName(s string) []string {
+	if c == nil {
+		return validation.IsValidPortName(s)
+	}
+	return c.check(&c.ports, s, validation.IsValidPortName)
 }
 
 // The values of the enumerated pod fields. An empty value is left for the API server to
@@ -231,7 +254,7 @@ func container(p *field.Path, c *corev1.Container, names, volumes map[string]boo
 	for i, port := range c.Ports {
 		pp := func() *field.Path { return p.Child("ports").Index(i) } // made only for an error
 		if port.Name != "" {
-			for _, msg := range validation.IsValidPortName(port.Name) {
+			for _, msg := range cache.portName(port.Name) {
 				errs = append(errs, field.Invalid(pp().Child("name"), port.Name, msg))
 			}
 			if ports[port.Name] {
@@ -257,16 +280,16 @@ func container(p *field.Path, c *corev1.Container, names, volumes map[string]boo
 		}
 	}
 	for i, e := range c.Env {
-		ep := p.Child("env").Index(i)
+		ep := func() *field.Path { return p.Child("env").Index(i) } // made only for an error
 		if e.Name == "" {
-			errs = append(errs, field.Required(ep.Child("name"), ""))
+			errs = append(errs, field.Required(ep().Child("name"), ""))
 		} else {
-			for _, msg := range validation.IsEnvVarName(e.Name) {
-				errs = append(errs, field.Invalid(ep.Child("name"), e.Name, msg))
+			for _, msg := range cache.envName(e.Name) {
+				errs = append(errs, field.Invalid(ep().Child("name"), e.Name, msg))
 			}
 		}
 		if e.Value != "" && e.ValueFrom != nil {
-			errs = append(errs, field.Invalid(ep.Child("valueFrom"), nil, "got both value and valueFrom, want one"))
+			errs = append(errs, field.Invalid(ep().Child("valueFrom"), nil, "got both value and valueFrom, want one"))
 		}
 	}
 	errs = append(errs, Resources(&c.Resources, p)...)
