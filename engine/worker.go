@@ -43,6 +43,13 @@ package engine
 //     worker gets the limit's error, and the pods after it go on in another worker.
 //   - Errors cross the process boundary with the same text, position, backtrace, field paths
 //     and *LimitError; their other causes become plain errors with the same message.
+//   - A task (Chain.RunTask) runs a function the program registered (RegisterTask) in a worker
+//     that holds the chain's overlays, which apply there in process, under the worker's memory
+//     limit and each overlay's own limits of steps, time and result size. The parent kills a
+//     worker whose task gives no note for longer than TaskOptions.Timeout, and bounds its answer
+//     (TaskOptions.MaxAnswer). A worker that dies fails the task with a *TaskFailure, which
+//     names the overlay's time limit only where that is certain (see TaskFailure.Err); the
+//     caller may do the work again another way, as starpod apply does a batch pod by pod.
 //
 // What it does not guarantee: a bomb is stopped by whichever limit it reaches first, memory or
 // time, so the same script may report either on a busy machine; peak resident memory is the
