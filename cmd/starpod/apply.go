@@ -154,10 +154,11 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	}
 
 	if f.isolate != "none" && os.Getenv("GOGC") == "" {
-		// The overlays run in workers: this process reads, checks and writes documents, and
-		// most of what it allocates is garbage at once. Collecting at half the usual growth
-		// keeps its resident memory near its live heap (about 4 MiB less over 10,000 pods)
-		// for about a tenth more time. GOGC in the environment still decides.
+		// The overlays run in workers, which parse, apply and print whole batches: this
+		// process splits the input and writes the output, and what it allocates (the text
+		// of each batch, both ways) is garbage at once. Collecting at half the usual growth
+		// keeps its resident memory near its live heap for little time. GOGC in the
+		// environment still decides.
 		debug.SetGCPercent(50)
 	}
 	p := &pipeline{ctx: ctx, a: a, chain: chain, env: env, format: f.output, rules: rules,

@@ -132,9 +132,10 @@ func (p *pipeline) read(ctx context.Context, files []string, jobs int, work, ord
 	for _, file := range files {
 		ok := true
 		err := p.readFile(file, func(doc *stream.Document) bool {
-			if jobs == 1 {
+			if jobs == 1 && !p.inWorkers {
 				// With one applier, parsing here keeps two goroutines busy; with more,
-				// the appliers parse, so that reading is not a serial bottleneck.
+				// the appliers parse, so that reading is not a serial bottleneck. With
+				// overlays in workers, the workers parse.
 				doc.Parse() // an error waits for the applier, which parses again
 			}
 			b.docs = append(b.docs, doc)
