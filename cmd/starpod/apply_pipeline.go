@@ -110,6 +110,7 @@ func (p *pipeline) run(files []string, jobs int, w io.Writer) error {
 // documents) and to order.
 func (p *pipeline) read(ctx context.Context, files []string, jobs int, work, order chan<- *batch) {
 	send := func(b *batch) bool {
+		ok := b.err == nil // the error of reading: an applier may set b.err once b is sent
 		if len(b.docs) > 0 {
 			select {
 			case work <- b:
@@ -121,7 +122,7 @@ func (p *pipeline) read(ctx context.Context, files []string, jobs int, work, ord
 		}
 		select {
 		case order <- b:
-			return b.err == nil
+			return ok
 		case <-ctx.Done():
 			return false
 		}
