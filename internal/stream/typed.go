@@ -54,13 +54,7 @@ func MarshalTypedYAML(v any, omitEmpty ...any) ([]byte, bool) {
 		return nil, false
 	}
 	p.buf = make([]byte, 0, int(sizeHint.Load()))
-	base, ok := p.collect(rv, ti, 0)
-	if !ok {
-		return nil, false
-	}
-	if len(p.members) == base {
-		p.buf = append(p.buf, "{}\n"...)
-	} else if !p.printMap(base, 0, false) {
+	if !p.object(rv, ti, 0, -1) {
 		return nil, false
 	}
 	if n := int64(len(p.buf)); n > sizeHint.Load() && n <= 1<<20 {
@@ -97,13 +91,54 @@ type printer struct {
 	omit    []omitted
 	order   keyOrder[typedMember]
 	depth   int
+	iter    reflect.MapIter
+	scratch map[reflect.Type]*slots // for the keys and values of maps
+}
+
+// slots is a slice that printer.slots gives out parts of.
+type slots struct {
+	s    reflect.Value
+	used int
 }
 
 var printers = sync.Pool{New: func() any {
 	return &printer{order: keyOrder[typedMember]{key: func(m typedMember) string { return m.key }, ascii: true}}
 }}
 
+// slots returns n elements of a slice of type t, from the element at i on, that no other
+// call returns until release.
+func (p *printer) slots(t reflect.Type, n int) (s reflect.Value, i int) {
+	sc := p.scratch[t]
+	if sc == nil {
+		if p.scratch == nil {
+			p.scratch = make(map[reflect.Type]*slots)
+		}
+		sc = &slots{}
+		p.scratch[t] = sc
+	}
+	if !sc.s.IsValid() || sc.s.Len()-sc.used < n {
+		size := max(2*n, 32)
+		if sc.s.IsValid() {
+			// The values of the full slice that members hold stay valid: the slice
+			// goes, not cleared, to the collector.
+			size = max(size, 2*sc.s.Len())
+		}
+		sc.s, sc.used = reflect.MakeSlice(t, size, size), 0
+	}
+	i = sc.used
+	sc.used += n
+	return sc.s, i
+}
+
 func (p *printer) release() {
+	for t, sc := range p.scratch {
+		if sc.s.Len() > 1<<12 {
+			delete(p.scratch, t)
+			continue
+		}
+		sc.s.Clear() // keep nothing of the value printed
+		sc.used = 0
+	}
 	p.buf = nil // the caller's
 	clear(p.members[:cap(p.members)])
 	clear(p.path[:cap(p.path)])
@@ -118,52 +153,157 @@ func (p *printer) release() {
 func (p *printer) collect(v reflect.Value, ti *typeInfo, indent int) (int, bool) {
 	base := len(p.members)
 	if ti.kind == kindMap {
-		it := v.MapRange()
-		for it.Next() {
-			k := it.Key().String()
+		// Copy the keys, and the values where being addressable does not change how they
+		// print, into slices: a map's own values are not addressable, and each costs an
+		// allocation to copy out alone.
+		n := v.Len()
+		keys, k0 := p.slots(ti.keys, n)
+		var vals reflect.Value
+		v0 := 0
+		if ti.elem.addrFree() {
+			vals, v0 = p.slots(ti.vals, n)
+		}
+		it := &p.iter
+		it.Reset(v)
+		defer it.Reset(reflect.Value{})
+		for i := 0; it.Next(); i++ {
+			kv := keys.Index(k0 + i)
+			kv.SetIterKey(it)
+			k := kv.String()
 			kt, ok := scalarText(k, indent)
 			if !ok || len(kt) > maxKeyText {
 				return base, false // printMap declines it
 			}
-			p.members = append(p.members, typedMember{key: k, text: kt, v: it.Value(), info: ti.elem})
+			var ev reflect.Value
+			if vals.IsValid() {
+				ev = vals.Index(v0 + i)
+				ev.SetIterValue(it)
+			} else {
+				ev = it.Value()
+			}
+			p.members = append(p.members, typedMember{key: k, text: kt, v: ev, info: ti.elem})
 		}
 		p.order.sort(p.members[base:])
 		return base, true
 	}
-fields:
 	for i := range ti.fields {
 		f := &ti.fields[i]
-		fv := v
-		for j, x := range f.index {
-			if j > 0 && fv.Kind() == reflect.Pointer {
-				if fv.IsNil() {
-					continue fields
-				}
-				fv = fv.Elem()
-			}
-			fv = fv.Field(x)
+		fv, present, ok := p.field(v, f)
+		if !ok {
+			return base, false
 		}
-		if f.omitEmpty && isEmptyValue(fv) || f.omitZero && (f.isZero == nil && fv.IsZero() || f.isZero != nil && f.isZero(fv)) {
-			continue
+		if present {
+			p.members = append(p.members, typedMember{key: f.name, text: f.text, v: fv, info: f.info})
 		}
-		if f.info.kind == kindStruct && len(p.omit) > 0 && p.omitted(fv) {
-			b, ok := p.collect(fv, f.info, 0)
-			if !ok {
-				return base, false
-			}
-			empty := len(p.members) == b
-			clear(p.members[b:])
-			p.members = p.members[:b]
-			if empty {
-				continue
-			}
-		}
-		p.members = append(p.members, typedMember{key: f.name, text: f.text, v: fv, info: f.info})
 	}
 	if ti.sortFields {
 		p.order.sort(p.members[base:])
 	}
 	return base, true
+}
+
+// field returns the value of the field f of the struct v, and whether it prints: it does
+// not if it is in a nil embedded struct, if its omitempty or omitzero option leaves it out,
+// or if it is an empty struct of p.omit.
+func (p *printer) field(v reflect.Value, f *typedField) (fv reflect.Value, present, ok bool) {
+	if len(f.index) == 1 {
+		fv = v.Field(f.index[0])
+	} else {
+		fv = v
+		for j, x := range f.index {
+			if j > 0 && fv.Kind() == reflect.Pointer {
+				if fv.IsNil() {
+					return fv, false, true
+				}
+				fv = fv.Elem()
+			}
+			fv = fv.Field(x)
+		}
+	}
+	if f.omitEmpty && isEmptyValue(fv) || f.omitZero && (f.isZero == nil && fv.IsZero() || f.isZero != nil && f.isZero(fv)) {
+		return fv, false, true
+	}
+	if f.info.kind == kindStruct && len(p.omit) > 0 && p.omitted(fv) {
+		empty, ok := p.empty(fv, f.info)
+		return fv, !empty, ok
+	}
+	return fv, true, true
+}
+
+// empty reports whether the struct v prints as {}.
+func (p *printer) empty(v reflect.Value, ti *typeInfo) (empty, ok bool) {
+	for i := range ti.fields {
+		_, present, ok := p.field(v, &ti.fields[i])
+		if !ok || present {
+			return !present, ok
+		}
+	}
+	return true, true
+}
+
+// object prints the struct or map v, as value does, or at the top if keyLen is -1.
+func (p *printer) object(v reflect.Value, ti *typeInfo, indent, keyLen int) bool {
+	item, top := keyLen == -2, keyLen == -1
+	inline := item
+	if !top {
+		indent += 2
+	}
+	if !top && !item {
+		p.buf[len(p.buf)-1] = '\n' // for the keys below; back to ' ' if none
+	}
+	at := len(p.buf)
+	if ti.kind == kindStruct && !ti.sortFields {
+		// The fields are in key order: print them as they come.
+		n := 0
+		for i := range ti.fields {
+			f := &ti.fields[i]
+			fv, present, ok := p.field(v, f)
+			if !ok {
+				return false
+			}
+			if !present {
+				continue
+			}
+			if n > 0 || !inline {
+				p.buf = appendSpaces(p.buf, indent)
+			}
+			n++
+			if !p.member(f.name, f.text, fv, f.info, indent) {
+				return false
+			}
+		}
+	} else {
+		base, ok := p.collect(v, ti, indent)
+		if !ok || !p.printMap(base, indent, inline) {
+			return false
+		}
+	}
+	if len(p.buf) == at { // no members
+		if !top && !item {
+			p.buf[len(p.buf)-1] = ' '
+		}
+		p.buf = append(p.buf, "{}\n"...)
+	}
+	return true
+}
+
+// member prints the key, of text kt if known, and the value v of a member whose key is at
+// column indent, after the spaces before the key.
+func (p *printer) member(key, kt string, v reflect.Value, ti *typeInfo, indent int) bool {
+	if kt == "" {
+		var ok bool
+		if kt, ok = scalarText(key, indent); !ok || len(kt) > maxKeyText {
+			return false
+		}
+	}
+	p.buf = append(p.buf, kt...)
+	p.buf = append(p.buf, ':')
+	p.path = append(p.path, step{key: key, text: kt})
+	if !p.value(v, ti, indent, len(kt)) {
+		return false
+	}
+	p.path = p.path[:len(p.path)-1]
+	return true
 }
 
 // omitted reports whether the struct v is one of p.omit.
@@ -187,20 +327,9 @@ func (p *printer) printMap(base, indent int, inline bool) bool {
 		if i > base || !inline {
 			p.buf = appendSpaces(p.buf, indent)
 		}
-		kt := m.text
-		if kt == "" {
-			var ok bool
-			if kt, ok = scalarText(m.key, indent); !ok || len(kt) > maxKeyText {
-				return false
-			}
-		}
-		p.buf = append(p.buf, kt...)
-		p.buf = append(p.buf, ':')
-		p.path = append(p.path, step{key: m.key, text: kt})
-		if !p.value(m.v, m.info, indent, len(kt)) {
+		if !p.member(m.key, m.text, m.v, m.info, indent) {
 			return false
 		}
-		p.path = p.path[:len(p.path)-1]
 	}
 	clear(p.members[base:])
 	p.members = p.members[:base]
@@ -216,7 +345,7 @@ func (p *printer) printSeq(v reflect.Value, elem *typeInfo, indent int, inline b
 		}
 		p.buf = append(p.buf, "- "...)
 		p.path = append(p.path, step{item: true})
-		if !p.value(v.Index(i), elem, indent, -1) {
+		if !p.value(v.Index(i), elem, indent, -2) {
 			return false
 		}
 		p.path = p.path[:len(p.path)-1]
@@ -229,12 +358,17 @@ func (p *printer) printSeq(v reflect.Value, elem *typeInfo, indent int, inline b
 const maxTypedDepth = 1000
 
 // value prints v, after the key of a member at column indent whose text is keyLen long, or,
-// if keyLen < 0, as an item after its dash, of a sequence whose dashes are at column indent.
+// if keyLen is -2, as an item after its dash, of a sequence whose dashes are at column indent.
 func (p *printer) value(v reflect.Value, ti *typeInfo, indent, keyLen int) bool {
 	if p.depth++; p.depth > maxTypedDepth {
 		return false
 	}
-	defer func() { p.depth-- }()
+	ok := p.value1(v, ti, indent, keyLen)
+	p.depth--
+	return ok
+}
+
+func (p *printer) value1(v reflect.Value, ti *typeInfo, indent, keyLen int) bool {
 	item := keyLen < 0
 	col := indent + keyLen + 2 // where a scalar starts
 	if item {
@@ -268,18 +402,10 @@ func (p *printer) value(v reflect.Value, ti *typeInfo, indent, keyLen int) bool 
 		if ti.kind == kindMap && v.IsNil() {
 			return p.scalar("null")
 		}
-		base, ok := p.collect(v, ti, indent+2)
-		if !ok {
-			return false
-		}
-		if len(p.members) == base {
-			return p.scalar("{}")
-		}
 		if item {
-			return p.printMap(base, indent+2, true)
+			return p.object(v, ti, indent, -2)
 		}
-		p.buf[len(p.buf)-1] = '\n'
-		return p.printMap(base, indent+2, false)
+		return p.object(v, ti, indent, keyLen)
 	case kindSlice, kindArray:
 		if ti.kind == kindSlice && v.IsNil() {
 			return p.scalar("null")
@@ -436,5 +562,5 @@ func simpleString(data []byte) (string, bool) {
 			return "", false
 		}
 	}
-	return string(in), true
+	return unsafe.String(unsafe.SliceData(in), len(in)), true // data is the caller's alone
 }

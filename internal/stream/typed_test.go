@@ -120,6 +120,23 @@ func typedSample() *typedAll {
 	}
 }
 
+// nestedMaps returns maps of width members nested depth deep, whose printing takes more
+// slots than the printer starts with.
+func nestedMaps(depth, width int) map[string]any {
+	m := make(map[string]any)
+	for i := range width {
+		k := strings.Repeat("k", i%5+1) + strings.Repeat("0", i/5)
+		if depth == 0 {
+			m[k] = i
+		} else if i%3 == 0 {
+			m[k] = nestedMaps(depth-1, width)
+		} else {
+			m[k] = map[string]string{k: k}
+		}
+	}
+	return m
+}
+
 // TestMarshalTypedYAML checks that MarshalTypedYAML prints what MarshalYAML prints, for
 // values of every kind of type, and declines what it says it declines.
 func TestMarshalTypedYAML(t *testing.T) {
@@ -133,6 +150,7 @@ func TestMarshalTypedYAML(t *testing.T) {
 		{"zero", &typedAll{}, false},
 		{"map", map[string]any{"a": []any{}, "b": typedSample()}, false},
 		{"empty map", map[string]int{}, false},
+		{"nested maps", nestedMaps(3, 40), false},
 		{"struct", *typedSample(), false},
 		{"floats", &struct {
 			A, B, C, D, E float64

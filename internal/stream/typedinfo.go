@@ -44,6 +44,19 @@ type typeInfo struct {
 	// not the same for every subset, and printing a struct sorts the members it prints.
 	fields     []typedField
 	sortFields bool
+	keys, vals reflect.Type // of a map, slices of its key and value types
+}
+
+// addrFree reports whether values of the type print the same addressable or not: those
+// of the kinds whose methods encoding/json calls only through an addressable value may
+// hold such values.
+func (ti *typeInfo) addrFree() bool {
+	switch ti.kind {
+	case kindBool, kindInt, kindUint, kindFloat, kindString, kindBytes, kindMarshaler, kindText,
+		kindPointer, kindSlice, kindMap, kindInterface:
+		return true
+	}
+	return false
 }
 
 // A typedField is a JSON member of a struct.
@@ -104,6 +117,11 @@ func buildInfo(t reflect.Type, allowAddr bool, building map[reflect.Type]*typeIn
 		building[t] = ti
 	}
 	switch {
+	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && t.Implements(marshalerType):
+		// A method of the value: encoding/json calls it through the pointer where the
+		// value is addressable, which is the same.
+		ti.kind = kindMarshaler
+		return ti
 	case t.Kind() != reflect.Pointer && allowAddr && reflect.PointerTo(t).Implements(marshalerType):
 		ti.kind, ti.elem = kindAddrMarshaler, buildInfo(t, false, building)
 		return ti
@@ -138,6 +156,7 @@ func buildInfo(t reflect.Type, allowAddr bool, building map[reflect.Type]*typeIn
 		// encoding/json takes the string of a key of a string kind, before its methods.
 		if t.Key().Kind() == reflect.String {
 			ti.kind, ti.elem = kindMap, buildInfo(t.Elem(), true, building)
+			ti.keys, ti.vals = reflect.SliceOf(t.Key()), reflect.SliceOf(t.Elem())
 		}
 	case reflect.Slice:
 		if p := reflect.PointerTo(t.Elem()); t.Elem().Kind() == reflect.Uint8 && !p.Implements(marshalerType) && !p.Implements(textMarshalerType) {
