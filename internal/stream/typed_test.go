@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,4 +230,40 @@ func TestMarshalTypedYAMLOmit(t *testing.T) {
 			t.Errorf("%+v: (-want +got)\n%s", d, diff)
 		}
 	}
+}
+
+// typedTree is a recursive type used by no other test, so that its table is made while
+// several goroutines race to use it.
+type typedTree struct {
+	Name string                `json:"name"`
+	Kids []typedTree           `json:"kids,omitempty"`
+	Next *typedTree            `json:"next,omitempty"`
+	ByID map[string]*typedTree `json:"byID,omitempty"`
+	Any  any                   `json:"any,omitempty"`
+}
+
+func TestMarshalTypedYAMLConcurrent(t *testing.T) {
+	v := &typedTree{Name: "root", Kids: []typedTree{{Name: "a", Next: &typedTree{Name: "b"}}},
+		ByID: map[string]*typedTree{"x": {Name: "x", Any: typedTree{Name: "in any"}}, "y": nil}}
+	want, err := MarshalYAML(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				got, ok := MarshalTypedYAML(v)
+				if !ok {
+					t.Error("declined")
+					return
+				}
+				if diff := cmp.Diff(string(want), string(got)); diff != "" {
+					t.Errorf("(-want +got)\n%s", diff)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
