@@ -147,9 +147,9 @@ func TestTypedYAML(t *testing.T) {
 			t.Errorf("%s: the typed printer declines it", name)
 		}
 	}
-	n := 300
+	n := typedRandomPods
 	if testing.Short() {
-		n = 100
+		n = min(n, 50)
 	}
 	declined := 0
 	f := typedFiller(randfill.NewWithSeed(7))
@@ -163,6 +163,28 @@ func TestTypedYAML(t *testing.T) {
 	t.Logf("the typed printer declined %d of %d random pods", declined, n)
 	if declined > n/10 {
 		t.Errorf("the typed printer declined %d of %d random pods, want at most a tenth", declined, n)
+	}
+}
+
+// TestTypedYAMLFallback checks that MarshalYAML prints through the JSON text what the
+// typed printer declines: here a key the YAML library may print otherwise.
+func TestTypedYAMLFallback(t *testing.T) {
+	pod := trainingPod(t)
+	pod.Labels["é"] = "x"
+	d := PodDefaultsOf(map[string]any{})
+	if _, ok := stream.MarshalTypedYAML(pod, d.omitted(pod)...); ok {
+		t.Fatal("the typed printer prints a key that is not ASCII")
+	}
+	want, err := d.marshalJSONYAML(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.MarshalYAML(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
 	}
 }
 
