@@ -76,8 +76,50 @@ func (d *PodDefaults) Remove(v any) {
 }
 
 // MarshalYAML returns the YAML text of pod as stream.MarshalYAML prints it (sorted keys, as
-// sigs.k8s.io/yaml), without the empty defaults that d's document did not hold.
+// sigs.k8s.io/yaml), without the empty defaults that d's document did not hold. It prints
+// the pod straight from its fields with stream.MarshalTypedYAML, and through its JSON text
+// what that declines.
 func (d *PodDefaults) MarshalYAML(pod *corev1.Pod) ([]byte, error) {
+	if out, ok := stream.MarshalTypedYAML(pod, d.omitted(pod)...); ok {
+		return out, nil
+	}
+	return d.marshalJSONYAML(pod)
+}
+
+// omitted returns pointers to the structs of pod that d removes where they are empty, for
+// stream.MarshalTypedYAML: the status, and the resources of each container, unless the
+// document held them.
+func (d *PodDefaults) omitted(pod *corev1.Pod) []any {
+	if d == nil {
+		return nil
+	}
+	var omit []any
+	if !d.status {
+		omit = append(omit, &pod.Status)
+	}
+	add := func(list string, c *corev1.Container) {
+		if !d.resources[list+"/"+c.Name] {
+			omit = append(omit, &c.Resources)
+		}
+	}
+	spec := &pod.Spec
+	for i := range spec.InitContainers {
+		add(containerLists[0], &spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		add(containerLists[1], &spec.Containers[i])
+	}
+	for i := range spec.EphemeralContainers {
+		c := &spec.EphemeralContainers[i].EphemeralContainerCommon
+		if !d.resources[containerLists[2]+"/"+c.Name] {
+			omit = append(omit, &c.Resources)
+		}
+	}
+	return omit
+}
+
+// marshalJSONYAML is MarshalYAML through the JSON text of pod.
+func (d *PodDefaults) marshalJSONYAML(pod *corev1.Pod) ([]byte, error) {
 	if d == nil {
 		return stream.MarshalYAML(pod)
 	}

@@ -11,7 +11,8 @@
 //
 // To print a value as YAML byte for byte as sigs.k8s.io/yaml.Marshal does, but several times
 // faster, use [MarshalYAML]; to print JSON text already at hand, use [JSONToYAML], or
-// [YAMLOptions.JSONToYAML] to leave out nulls on the way.
+// [YAMLOptions.JSONToYAML] to leave out nulls on the way; to print a typed value straight
+// from its fields, without JSON text, use [MarshalTypedYAML].
 package stream
 
 import (

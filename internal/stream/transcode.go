@@ -391,19 +391,7 @@ func (t *transcoder) printMap(buf []byte, v, indent int, inline bool) ([]byte, b
 		buf = append(buf, kt...)
 		buf = append(buf, ':')
 		t.path = append(t.path, step{key: m.key, text: kt})
-		switch x := &t.tape[m.val]; {
-		case x.kind == '{' && t.empty(m.val):
-			buf = append(buf, " {}\n"...)
-		case x.kind == '{':
-			buf, ok = t.printMap(append(buf, '\n'), m.val, indent+2, false)
-		case x.kind == '[' && x.n == 0:
-			buf = append(buf, " []\n"...)
-		case x.kind == '[':
-			buf, ok = t.printSeq(append(buf, '\n'), m.val, indent, false)
-		default:
-			buf, ok = t.printScalar(append(buf, ' '), m.val, indent+len(kt)+2)
-		}
-		if !ok {
+		if buf, ok = t.printMember(buf, m.val, indent, len(kt)); !ok {
 			return buf, false
 		}
 		t.path = t.path[:len(t.path)-1]
@@ -424,24 +412,44 @@ func (t *transcoder) printSeq(buf []byte, v, indent int, inline bool) ([]byte, b
 		}
 		buf = append(buf, "- "...)
 		t.path = append(t.path, step{item: true})
-		switch x := &t.tape[item]; {
-		case x.kind == '{' && t.empty(item):
-			buf = append(buf, "{}\n"...)
-		case x.kind == '{':
-			buf, ok = t.printMap(buf, item, indent+2, true)
-		case x.kind == '[' && x.n == 0:
-			buf = append(buf, "[]\n"...)
-		case x.kind == '[':
-			buf, ok = t.printSeq(buf, item, indent+2, true)
-		default:
-			buf, ok = t.printScalar(buf, item, indent+2)
-		}
-		if !ok {
+		if buf, ok = t.printItem(buf, item, indent); !ok {
 			return buf, false
 		}
 		t.path = t.path[:len(t.path)-1]
 	}
 	return buf, true
+}
+
+// printMember appends the value at node v of a member whose key, at column indent, the
+// caller has printed with its colon: the key text is keyLen long.
+func (t *transcoder) printMember(buf []byte, v, indent, keyLen int) ([]byte, bool) {
+	switch x := &t.tape[v]; {
+	case x.kind == '{' && t.empty(v):
+		return append(buf, " {}\n"...), true
+	case x.kind == '{':
+		return t.printMap(append(buf, '\n'), v, indent+2, false)
+	case x.kind == '[' && x.n == 0:
+		return append(buf, " []\n"...), true
+	case x.kind == '[':
+		return t.printSeq(append(buf, '\n'), v, indent, false)
+	}
+	return t.printScalar(append(buf, ' '), v, indent+keyLen+2)
+}
+
+// printItem appends the item at node v of a sequence whose dashes are at column indent,
+// after the caller has printed its dash.
+func (t *transcoder) printItem(buf []byte, v, indent int) ([]byte, bool) {
+	switch x := &t.tape[v]; {
+	case x.kind == '{' && t.empty(v):
+		return append(buf, "{}\n"...), true
+	case x.kind == '{':
+		return t.printMap(buf, v, indent+2, true)
+	case x.kind == '[' && x.n == 0:
+		return append(buf, "[]\n"...), true
+	case x.kind == '[':
+		return t.printSeq(buf, v, indent+2, true)
+	}
+	return t.printScalar(buf, v, indent+2)
 }
 
 // printScalar appends the scalar at node v, which starts at column col, and a newline, as
@@ -460,12 +468,8 @@ func (t *transcoder) printScalar(buf []byte, v, col int) ([]byte, bool) {
 		buf = append(buf, s...)
 	case '0':
 		raw := t.data[x.start:x.end]
-		s := unsafe.String(unsafe.SliceData(raw), len(raw))
-		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-			buf = strconv.AppendInt(buf, i, 10)
-		} else if u, err := strconv.ParseUint(s, 10, 64); err == nil {
-			buf = strconv.AppendUint(buf, u, 10)
-		} else {
+		var ok bool
+		if buf, ok = appendInteger(buf, unsafe.String(unsafe.SliceData(raw), len(raw))); !ok {
 			return t.slowScalar(buf, v) // a float
 		}
 	case 't':
@@ -504,33 +508,51 @@ func (t *transcoder) slowScalar(buf []byte, v int) ([]byte, bool) {
 	default:
 		return buf, false
 	}
-	for i := len(t.path) - 1; i >= 0; i-- {
-		if t.path[i].item {
+	return scalarAt(buf, t.path, val, &t.prefix)
+}
+
+// appendInteger appends the number of the JSON text s as emitScalar prints it, if s is an
+// integer that fits in an int64 or a uint64; it reports false for other numbers.
+func appendInteger(buf []byte, s string) ([]byte, bool) {
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return strconv.AppendInt(buf, i, 10), true
+	} else if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return strconv.AppendUint(buf, u, 10), true
+	}
+	return buf, false
+}
+
+// scalarAt appends the text the YAML library gives the scalar val (a string, or a number as
+// yamlNumbers gives it) at the end of path, and a newline, as slowScalar does; prefix is
+// scratch space.
+func scalarAt(buf []byte, path []step, val any, prefix *[]byte) ([]byte, bool) {
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i].item {
 			val = []any{val}
 		} else {
-			val = map[string]any{t.path[i].key: val}
+			val = map[string]any{path[i].key: val}
 		}
 	}
 	text, err := goyaml.Marshal(val)
 	if err != nil {
 		return buf, false
 	}
-	t.prefix = t.pathText(t.prefix[:0])
-	if !bytes.HasPrefix(text, t.prefix) || bytes.HasSuffix(text, []byte("\n...\n")) {
+	*prefix = pathText((*prefix)[:0], path)
+	if !bytes.HasPrefix(text, *prefix) || bytes.HasSuffix(text, []byte("\n...\n")) {
 		return buf, false
 	}
-	return append(buf, text[len(t.prefix):]...), true
+	return append(buf, text[len(*prefix):]...), true
 }
 
-// pathText appends the text that printMap and printSeq write for the steps of t.path, up to
+// pathText appends the text that printMap and printSeq write for the steps of path, up to
 // where the scalar at its end starts.
-func (t *transcoder) pathText(buf []byte) []byte {
+func pathText(buf []byte, path []step) []byte {
 	indent, inline := 0, false
-	for i, s := range t.path {
+	for i, s := range path {
 		if !inline {
 			buf = appendSpaces(buf, indent)
 		}
-		last := i == len(t.path)-1
+		last := i == len(path)-1
 		if s.item {
 			buf = append(buf, "- "...)
 			indent, inline = indent+2, true // an object or array in an item starts on its line
@@ -541,7 +563,7 @@ func (t *transcoder) pathText(buf []byte) []byte {
 		switch {
 		case last:
 			buf = append(buf, ' ')
-		case t.path[i+1].item:
+		case path[i+1].item:
 			buf = append(buf, '\n') // an array in an object is not indented
 			inline = false
 		default:

@@ -1,0 +1,269 @@
+package stream
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type typedInner struct {
+	A int    `json:"a"`
+	B string `json:"b,omitempty"`
+}
+
+type TypedEmbedded struct {
+	E  string `json:"e"`
+	E2 *int   `json:"e2,omitempty"`
+}
+
+type typedUnexported struct {
+	U string `json:"u"`
+}
+
+// typedJSON writes its own JSON text, with spaces json.Marshal takes out.
+type typedJSON struct{ text string }
+
+func (j typedJSON) MarshalJSON() ([]byte, error) {
+	if j.text == "" {
+		return []byte("null"), nil
+	}
+	return []byte(j.text), nil
+}
+
+// typedPtrJSON has MarshalJSON on its pointer only: json.Marshal calls it where the value
+// is addressable, and encodes the struct elsewhere (in a map).
+type typedPtrJSON struct{ X int }
+
+func (j *typedPtrJSON) MarshalJSON() ([]byte, error) { return []byte(`"ptr"`), nil }
+
+type typedText int
+
+func (t typedText) MarshalText() ([]byte, error) { return []byte("text: " + string(rune('a'+t))), nil }
+
+type typedZero struct{ n int }
+
+func (z typedZero) IsZero() bool { return z.n < 0 }
+
+type typedAll struct {
+	TypedEmbedded
+	*typedInner
+	typedUnexported
+	Named      TypedEmbedded             `json:"named"`
+	Untagged   int                       // named by the field
+	Ignored    int                       `json:"-"`
+	Dash       int                       `json:"-,"`
+	Odd        string                    `json:"odd key: yes"`
+	F64        float64                   `json:"f64"`
+	F32        float32                   `json:"f32"`
+	U64        uint64                    `json:"u64"`
+	I8         int8                      `json:"i8"`
+	Bool       bool                      `json:"bool"`
+	Bytes      []byte                    `json:"bytes"`
+	NilBytes   []byte                    `json:"nilBytes"`
+	Strs       []string                  `json:"strs"`
+	NilStrs    []string                  `json:"nilStrs"`
+	EmptyStrs  []string                  `json:"emptyStrs,omitempty"`
+	Arr        [2]int                    `json:"arr"`
+	Nested     [][]int                   `json:"nested"`
+	Map        map[string]int            `json:"map"`
+	NilMap     map[string]int            `json:"nilMap"`
+	EmptyMap   map[string]int            `json:"emptyMap"`
+	Structs    map[string]typedInner     `json:"structs"`
+	Ptr        *typedInner               `json:"ptr"`
+	NilPtr     *typedInner               `json:"nilPtr"`
+	Empty      struct{}                  `json:"empty"`
+	Iface      any                       `json:"iface"`
+	NilIface   any                       `json:"nilIface"`
+	JSON       typedJSON                 `json:"json"`
+	JSONs      []typedJSON               `json:"jsons"`
+	PtrJSON    typedPtrJSON              `json:"ptrJSON"`
+	PtrJSONs   map[string]typedPtrJSON   `json:"ptrJSONs"`
+	Text       typedText                 `json:"text"`
+	Time       time.Time                 `json:"time"`
+	ZeroTime   time.Time                 `json:"zeroTime,omitzero"`
+	Zero       typedZero                 `json:"zero,omitzero"`
+	NotZero    typedZero                 `json:"notZero,omitzero"`
+	OmitStruct typedInner                `json:"omitStruct,omitempty"`
+	Digits     map[string]string         `json:"digits"`
+	Seqs       []map[string][]typedInner `json:"seqs"`
+	Long       string                    `json:"long"`
+	Lines      string                    `json:"lines"`
+	Unicode    string                    `json:"unicode"`
+}
+
+func typedSample() *typedAll {
+	two := 2
+	return &typedAll{
+		TypedEmbedded:   TypedEmbedded{E: "e", E2: &two},
+		typedInner:      &typedInner{A: 1},
+		typedUnexported: typedUnexported{U: "u"},
+		Untagged:        3, Ignored: 4, Dash: 5, Odd: "yes",
+		F64: 1e21, F32: 0.1, U64: math.MaxUint64, I8: -8, Bool: true,
+		Bytes: []byte("bytes\x00"), Strs: []string{"a", "", "on", "1.5"}, EmptyStrs: []string{},
+		Arr: [2]int{1, 2}, Nested: [][]int{{1}, {}, nil},
+		Map: map[string]int{"b": 1, "a": 2, "": 3, "a b": 4}, EmptyMap: map[string]int{},
+		Structs: map[string]typedInner{"x": {}, "y": {A: 1, B: "b"}},
+		Ptr:     &typedInner{B: "null"},
+		Iface:   map[string]any{"k": []any{1.5, "v", nil, true, map[string]any{}}},
+		JSON:    typedJSON{`{ "z": [1, 2.5, {"a": null}], "a": "s p a c e" }`},
+		JSONs:   []typedJSON{{`null`}, {`"s"`}, {`[]`}, {`{}`}, {`3`}, {`1e400`}, {` [ {"a": 1} ] `}},
+		PtrJSON: typedPtrJSON{1}, PtrJSONs: map[string]typedPtrJSON{"p": {2}},
+		Text: 1, Time: time.Date(2026, 12, 1, 0, 0, 0, 5, time.UTC),
+		Zero: typedZero{-1}, NotZero: typedZero{1},
+		Digits: map[string]string{"a1": "1", "a01": "2", "a10": "3", "a2": "4"},
+		Seqs:   []map[string][]typedInner{{"s": {{A: 1}, {B: "b"}}}, {}},
+		Long:   strings.Repeat("long words ", 10), Lines: "two\nlines\n", Unicode: "é \u2028",
+	}
+}
+
+// nestedMaps returns maps of width members nested depth deep, whose printing takes more
+// slots than the printer starts with.
+func nestedMaps(depth, width int) map[string]any {
+	m := make(map[string]any)
+	for i := range width {
+		k := strings.Repeat("k", i%5+1) + strings.Repeat("0", i/5)
+		if depth == 0 {
+			m[k] = i
+		} else if i%3 == 0 {
+			m[k] = nestedMaps(depth-1, width)
+		} else {
+			m[k] = map[string]string{k: k}
+		}
+	}
+	return m
+}
+
+// TestMarshalTypedYAML checks that MarshalTypedYAML prints what MarshalYAML prints, for
+// values of every kind of type, and declines what it says it declines.
+func TestMarshalTypedYAML(t *testing.T) {
+	big := 0.0
+	for _, tc := range []struct {
+		name     string
+		v        any
+		declined bool
+	}{
+		{"all", typedSample(), false},
+		{"zero", &typedAll{}, false},
+		{"map", map[string]any{"a": []any{}, "b": typedSample()}, false},
+		{"empty map", map[string]int{}, false},
+		{"nested maps", nestedMaps(3, 40), false},
+		{"struct", *typedSample(), false},
+		{"floats", &struct {
+			A, B, C, D, E float64
+			F, G          float32
+		}{1, -0.5, 1e-7, 123456789, math.Copysign(0, -1), 1e20, 3.4e38}, false},
+		{"non-ASCII key", map[string]int{"é": 1}, true},
+		{"long key", map[string]int{strings.Repeat("k", 130): 1}, true},
+		{"not UTF-8", &struct{ S string }{"\xff \n"}, true},
+		{"NaN", &struct{ F float64 }{math.NaN() + big}, true},
+		{"string option", &struct {
+			N int `json:"n,string"`
+		}{1}, true},
+		{"clashing names", &struct {
+			TypedEmbedded
+			E string `json:"e"`
+		}{}, true},
+		{"bad JSON", &struct{ J typedJSON }{typedJSON{`{`}}, true},
+		{"nil", (*typedAll)(nil), true},
+		{"slice", []int{1}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := MarshalTypedYAML(tc.v)
+			if ok == tc.declined {
+				t.Fatalf("declined: got %v, want %v", !ok, tc.declined)
+			}
+			if !ok {
+				return
+			}
+			want, err := MarshalYAML(tc.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMarshalTypedYAMLOmit checks that the structs of omitEmpty are left out where they are
+// empty members, as a JSONToYAML edit that deletes them prints them; items of a sequence
+// stay.
+func TestMarshalTypedYAMLOmit(t *testing.T) {
+	type doc struct {
+		Status typedInner   `json:"status"`
+		Items  []typedInner `json:"items"`
+		Other  typedInner   `json:"other"`
+	}
+	for _, d := range []*doc{
+		{Items: []typedInner{{}, {A: 1}, {}}},
+		{Status: typedInner{A: 1}, Items: []typedInner{{}}},
+	} {
+		omit := []any{&d.Status, &d.Items[0], &d.Other.A} // a pointer to an int is no struct
+		if _, ok := MarshalTypedYAML(d, omit...); ok {
+			t.Errorf("%+v: a pointer to an int is not declined", d)
+		}
+		omit = omit[:2]
+		got, ok := MarshalTypedYAML(struct{ D *doc }{d}, omit...)
+		if !ok {
+			t.Fatalf("%+v: declined", d)
+		}
+		data, err := json.Marshal(struct{ D *doc }{d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := JSONToYAML(data, func(v any) {
+			m := v.(map[string]any)["D"].(map[string]any)
+			if len(m["status"].(map[string]any)) == 0 {
+				delete(m, "status")
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("%+v: (-want +got)\n%s", d, diff)
+		}
+	}
+}
+
+// typedTree is a recursive type used by no other test, so that its table is made while
+// several goroutines race to use it.
+type typedTree struct {
+	Name string                `json:"name"`
+	Kids []typedTree           `json:"kids,omitempty"`
+	Next *typedTree            `json:"next,omitempty"`
+	ByID map[string]*typedTree `json:"byID,omitempty"`
+	Any  any                   `json:"any,omitempty"`
+}
+
+func TestMarshalTypedYAMLConcurrent(t *testing.T) {
+	v := &typedTree{Name: "root", Kids: []typedTree{{Name: "a", Next: &typedTree{Name: "b"}}},
+		ByID: map[string]*typedTree{"x": {Name: "x", Any: typedTree{Name: "in any"}}, "y": nil}}
+	want, err := MarshalYAML(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				got, ok := MarshalTypedYAML(v)
+				if !ok {
+					t.Error("declined")
+					return
+				}
+				if diff := cmp.Diff(string(want), string(got)); diff != "" {
+					t.Errorf("(-want +got)\n%s", diff)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,366 @@
+package stream
+
+// This file defines typeInfo, the table of how MarshalTypedYAML prints a type: for a struct,
+// its JSON members as encoding/json finds them, in the YAML library's key order.
+
+import (
+	"encoding"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+	"unicode"
+)
+
+// A typeKind is how MarshalTypedYAML prints a type.
+type typeKind uint8
+
+const (
+	kindDeclined typeKind = iota // a type it does not print
+	kindBool
+	kindInt
+	kindUint
+	kindFloat
+	kindString
+	kindBytes // a []byte, in base64
+	kindStruct
+	kindMap // with string keys
+	kindSlice
+	kindArray
+	kindPointer
+	kindInterface
+	kindMarshaler     // json.Marshaler
+	kindAddrMarshaler // json.Marshaler through its pointer, if addressable; else as elem
+	kindText          // encoding.TextMarshaler
+	kindAddrText      // encoding.TextMarshaler through its pointer, if addressable; else as elem
+)
+
+// A typeInfo is how MarshalTypedYAML prints a type.
+type typeInfo struct {
+	kind typeKind
+	bits int       // of a float
+	elem *typeInfo // of a pointer, slice, array or map; for kindAddr*, the type without its methods
+	// The members of a struct, in key order unless sortFields is set: their order is then
+	// not the same for every subset, and printing a struct sorts the members it prints.
+	fields     []typedField
+	sortFields bool
+	keys, vals reflect.Type // of a map, slices of its key and value types
+}
+
+// addrFree reports whether values of the type print the same addressable or not: those
+// of the kinds whose methods encoding/json calls only through an addressable value may
+// hold such values.
+func (ti *typeInfo) addrFree() bool {
+	switch ti.kind {
+	case kindBool, kindInt, kindUint, kindFloat, kindString, kindBytes, kindMarshaler, kindText,
+		kindPointer, kindSlice, kindMap, kindInterface:
+		return true
+	}
+	return false
+}
+
+// A typedField is a JSON member of a struct.
+type typedField struct {
+	name      string
+	text      string // the key's text, if the same at every column, else ""
+	index     []int  // as reflect.Value.FieldByIndex, through embedded structs
+	info      *typeInfo
+	omitEmpty bool
+	omitZero  bool
+	isZero    func(reflect.Value) bool // the type's own IsZero, for omitZero
+}
+
+var typeInfos struct {
+	sync.Mutex
+	m sync.Map // reflect.Type → *typeInfo, complete
+}
+
+// infoOf returns the typeInfo of t.
+func infoOf(t reflect.Type) *typeInfo {
+	if ti, ok := typeInfos.m.Load(t); ok {
+		return ti.(*typeInfo)
+	}
+	typeInfos.Lock()
+	defer typeInfos.Unlock()
+	building := make(map[reflect.Type]*typeInfo)
+	ti := buildInfo(t, true, building)
+	for t, ti := range building {
+		typeInfos.m.LoadOrStore(t, ti)
+	}
+	v, _ := typeInfos.m.Load(t)
+	if v == nil {
+		return ti
+	}
+	return v.(*typeInfo)
+}
+
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	isZeroerType      = reflect.TypeFor[interface{ IsZero() bool }]()
+)
+
+// buildInfo returns the typeInfo of t, in the order of encoding/json's newTypeEncoder; it
+// records in building the typeInfos of the types it meets, complete or not, to end cycles.
+// If allowAddr is not set, it returns the typeInfo of t's value without pointer methods.
+func buildInfo(t reflect.Type, allowAddr bool, building map[reflect.Type]*typeInfo) *typeInfo {
+	if allowAddr {
+		if ti, ok := typeInfos.m.Load(t); ok {
+			return ti.(*typeInfo)
+		}
+		if ti, ok := building[t]; ok {
+			return ti
+		}
+	}
+	ti := &typeInfo{}
+	if allowAddr {
+		building[t] = ti
+	}
+	switch {
+	case t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && t.Implements(marshalerType):
+		// A method of the value: encoding/json calls it through the pointer where the
+		// value is addressable, which is the same.
+		ti.kind = kindMarshaler
+		return ti
+	case t.Kind() != reflect.Pointer && allowAddr && reflect.PointerTo(t).Implements(marshalerType):
+		ti.kind, ti.elem = kindAddrMarshaler, buildInfo(t, false, building)
+		return ti
+	case t.Kind() == reflect.Interface && (t.Implements(marshalerType) || t.Implements(textMarshalerType)):
+		return ti // declined
+	case t.Implements(marshalerType):
+		ti.kind = kindMarshaler
+		return ti
+	case t.Kind() != reflect.Pointer && allowAddr && reflect.PointerTo(t).Implements(textMarshalerType):
+		ti.kind, ti.elem = kindAddrText, buildInfo(t, false, building)
+		return ti
+	case t.Implements(textMarshalerType):
+		ti.kind = kindText
+		return ti
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		ti.kind = kindBool
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		ti.kind = kindInt
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		ti.kind = kindUint
+	case reflect.Float32, reflect.Float64:
+		ti.kind, ti.bits = kindFloat, t.Bits()
+	case reflect.String:
+		ti.kind = kindString
+	case reflect.Interface:
+		ti.kind = kindInterface
+	case reflect.Pointer:
+		ti.kind, ti.elem = kindPointer, buildInfo(t.Elem(), true, building)
+	case reflect.Map:
+		// encoding/json takes the string of a key of a string kind, before its methods.
+		if t.Key().Kind() == reflect.String {
+			ti.kind, ti.elem = kindMap, buildInfo(t.Elem(), true, building)
+			ti.keys, ti.vals = reflect.SliceOf(t.Key()), reflect.SliceOf(t.Elem())
+		}
+	case reflect.Slice:
+		if p := reflect.PointerTo(t.Elem()); t.Elem().Kind() == reflect.Uint8 && !p.Implements(marshalerType) && !p.Implements(textMarshalerType) {
+			ti.kind = kindBytes
+		} else {
+			ti.kind, ti.elem = kindSlice, buildInfo(t.Elem(), true, building)
+		}
+	case reflect.Array:
+		ti.kind, ti.elem = kindArray, buildInfo(t.Elem(), true, building)
+	case reflect.Struct:
+		if fields, ok := structFields(t, building); ok {
+			ti.kind, ti.fields = kindStruct, fields
+			ti.sortFields = !fixedOrder(fields)
+		}
+	}
+	return ti
+}
+
+// structFields returns the JSON members of the struct t as encoding/json's typeFields finds
+// them, sorted by key, or false if two have the same name (which encoding/json settles by
+// depth and tags) or one has the ",string" option.
+func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedField, bool) {
+	var fields []typedField
+	var walk func(t reflect.Type, index []int, seen map[reflect.Type]bool) bool
+	walk = func(t reflect.Type, index []int, seen map[reflect.Type]bool) bool {
+		if seen[t] {
+			return false // a struct embedded in itself
+		}
+		seen[t] = true
+		defer delete(seen, t)
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			if sf.Anonymous {
+				ft := sf.Type
+				if ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if !sf.IsExported() && ft.Kind() != reflect.Struct {
+					continue
+				}
+			} else if !sf.IsExported() {
+				continue
+			}
+			tag := sf.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			if !validTag(name) {
+				name = ""
+			}
+			idx := append(index[:len(index):len(index)], i)
+			ft := sf.Type
+			if ft.Name() == "" && ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if hasOption(opts, "string") {
+				return false
+			}
+			if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
+				if !walk(ft, idx, seen) {
+					return false
+				}
+				continue
+			}
+			if name == "" {
+				name = sf.Name
+			}
+			f := typedField{
+				name:      name,
+				index:     idx,
+				info:      buildInfo(sf.Type, true, building),
+				omitEmpty: hasOption(opts, "omitempty"),
+				omitZero:  hasOption(opts, "omitzero"),
+			}
+			if isPlain(name) {
+				f.text = name
+			}
+			if f.omitZero {
+				f.isZero = isZeroFunc(sf.Type)
+			}
+			fields = append(fields, f)
+		}
+		return true
+	}
+	if !walk(t, nil, make(map[reflect.Type]bool)) {
+		return nil, false
+	}
+	for i := range fields {
+		for j := range i {
+			if fields[i].name == fields[j].name {
+				return nil, false
+			}
+		}
+	}
+	sortKeys(fields, func(f typedField) string { return f.name })
+	return fields, true
+}
+
+// fixedOrder reports whether the key order is a total order on the names of fields, sorted
+// by it: then every subset of them sorts in the same order.
+func fixedOrder(fields []typedField) bool {
+	for i := range fields {
+		for j := i + 1; j < len(fields); j++ {
+			a, b := fields[i].name, fields[j].name
+			if !keyLess(a, b) || keyLess(b, a) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// isZeroFunc returns the function encoding/json calls for the omitzero option of a field
+// of type t whose type has an IsZero method, or nil if it has none.
+func isZeroFunc(t reflect.Type) func(reflect.Value) bool {
+	switch {
+	case t.Kind() == reflect.Interface && t.Implements(isZeroerType):
+		return func(v reflect.Value) bool {
+			return v.IsNil() || v.Elem().Kind() == reflect.Pointer && v.Elem().IsNil() ||
+				v.Interface().(interface{ IsZero() bool }).IsZero()
+		}
+	case t.Kind() == reflect.Pointer && t.Implements(isZeroerType):
+		return func(v reflect.Value) bool {
+			return v.IsNil() || v.Interface().(interface{ IsZero() bool }).IsZero()
+		}
+	case t.Implements(isZeroerType):
+		return func(v reflect.Value) bool { return v.Interface().(interface{ IsZero() bool }).IsZero() }
+	case reflect.PointerTo(t).Implements(isZeroerType):
+		return func(v reflect.Value) bool {
+			if !v.CanAddr() {
+				v2 := reflect.New(v.Type()).Elem()
+				v2.Set(v)
+				v = v2
+			}
+			return v.Addr().Interface().(interface{ IsZero() bool }).IsZero()
+		}
+	}
+	return nil
+}
+
+// isEmptyValue is encoding/json's test of the omitempty option.
+func isEmptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64,
+		reflect.Interface, reflect.Pointer:
+		return v.IsZero()
+	}
+	return false
+}
+
+// hasOption reports whether the options of a json tag, after its name, hold opt.
+func hasOption(opts, opt string) bool {
+	for opts != "" {
+		var o string
+		o, opts, _ = strings.Cut(opts, ",")
+		if o == opt {
+			return true
+		}
+	}
+	return false
+}
+
+// validTag is encoding/json's test of the name in a json tag.
+func validTag(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
+		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+			return false
+		}
+	}
+	return true
+}
+
+// transcodeAt prints data, compact JSON text, as the transcoder prints a value at path: as
+// the value of a member whose key is at column indent and keyLen long, printed with its
+// colon, or, if keyLen < 0, as an item of a sequence whose dashes are at column indent,
+// after its dash.
+func transcodeAt(buf, data []byte, path []step, indent, keyLen int) ([]byte, bool) {
+	t := transcoders.Get().(*transcoder)
+	defer func() {
+		t.data = nil
+		clear(t.members[:cap(t.members)])
+		clear(t.path[:cap(t.path)])
+		if cap(t.tape) <= 1<<16 && cap(t.members) <= 1<<12 && cap(t.text) <= 1<<16 {
+			transcoders.Put(t)
+		}
+	}()
+	t.data, t.i, t.tape, t.members, t.prune = data, 0, t.tape[:0], t.members[:0], false
+	t.path = append(t.path[:0], path...)
+	if len(data) > 1<<30 || !t.parse(len(path)) || t.i != len(data) {
+		return buf, false
+	}
+	if keyLen < 0 {
+		return t.printItem(buf, 0, indent)
+	}
+	return t.printMember(buf, 0, indent, keyLen)
+}
