@@ -135,7 +135,9 @@ fi
 # --- end to end -----------------------------------------------------------------------------
 
 echo "building starpod..." >&2
-go build -o "$tmp/starpod" ./cmd/starpod
+# Static, as a release is built: without cgo, no process maps the C library (about 1.5 MiB
+# less resident memory in each).
+CGO_ENABLED=0 go build -o "$tmp/starpod" ./cmd/starpod
 
 ytt=$(command -v ytt || true)
 if [ -z "$ytt" ] && [ "${YTT_INSTALL:-0}" = 1 ]; then

@@ -19,7 +19,7 @@ import (
 const (
 	batchSize   = 32      // documents a job takes at a time (one worker round trip per overlay)
 	batchBytes  = 1 << 20 // text a job takes at a time, beyond which a batch ends before batchSize
-	spoolMemory = 1 << 20 // output kept in memory before it goes to a temporary file
+	spoolMemory = 256 << 10 // output kept in memory before it goes to a temporary file (which costs less than the memory)
 )
 
 // A pipeline applies a chain to the documents of several streams: one goroutine reads them
