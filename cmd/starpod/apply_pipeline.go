@@ -17,8 +17,8 @@ import (
 
 // Sizes of the apply pipeline.
 const (
-	batchSize   = 32      // documents a job takes at a time (one worker round trip per overlay)
-	batchBytes  = 1 << 20 // text a job takes at a time, beyond which a batch ends before batchSize
+	batchSize   = 32        // documents a job takes at a time (one worker round trip per overlay)
+	batchBytes  = 1 << 20   // text a job takes at a time, beyond which a batch ends before batchSize
 	spoolMemory = 256 << 10 // output kept in memory before it goes to a temporary file (which costs less than the memory)
 )
 
