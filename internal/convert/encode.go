@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/starpod/starpod/internal/jsontag"
 	"go.starlark.net/starlark"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -486,7 +487,7 @@ next:
 				fv = fv.Field(j)
 			}
 		}
-		if f.omitEmpty && isEmptyValue(fv) ||
+		if f.omitEmpty && jsontag.IsEmpty(fv) ||
 			f.omitZero && (f.isZero == nil && fv.IsZero() || f.isZero != nil && f.isZero(fv)) {
 			continue
 		}

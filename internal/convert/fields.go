@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unicode"
 
+	"github.com/starpod/starpod/internal/jsontag"
 	"go.starlark.net/starlark"
 )
 
@@ -43,7 +43,6 @@ var (
 	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
 	textMarshalerType   = reflect.TypeFor[encoding.TextMarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
-	isZeroerType        = reflect.TypeFor[interface{ IsZero() bool }]()
 )
 
 // cachedFields returns the JSON fields of the struct type t.
@@ -82,24 +81,9 @@ func typeFields(t reflect.Type) *structFields {
 
 			for i := range f.typ.NumField() {
 				sf := f.typ.Field(i)
-				if sf.Anonymous {
-					t := sf.Type
-					if t.Kind() == reflect.Pointer {
-						t = t.Elem()
-					}
-					if !sf.IsExported() && t.Kind() != reflect.Struct {
-						continue
-					}
-				} else if !sf.IsExported() {
+				name, opts, ok := jsontag.Parse(sf)
+				if !ok {
 					continue
-				}
-				tag := sf.Tag.Get("json")
-				if tag == "-" {
-					continue
-				}
-				name, opts, _ := strings.Cut(tag, ",")
-				if !isValidTag(name) {
-					name = ""
 				}
 				index := append(slices.Clip(f.index), i)
 
@@ -110,7 +94,7 @@ func typeFields(t reflect.Type) *structFields {
 
 				if name != "" || !sf.Anonymous || ft.Kind() != reflect.Struct {
 					quoted := false
-					if hasOption(opts, "string") {
+					if jsontag.HasOption(opts, "string") {
 						switch ft.Kind() {
 						case reflect.Bool,
 							reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -130,12 +114,12 @@ func typeFields(t reflect.Type) *structFields {
 						index:     index,
 						typ:       sf.Type,
 						tagged:    tagged,
-						omitEmpty: hasOption(opts, "omitempty"),
-						omitZero:  hasOption(opts, "omitzero"),
+						omitEmpty: jsontag.HasOption(opts, "omitempty"),
+						omitZero:  jsontag.HasOption(opts, "omitzero"),
 						quoted:    quoted,
 					}
 					if field.omitZero {
-						field.isZero = zeroFunc(sf.Type)
+						field.isZero = jsontag.ZeroFunc(sf.Type)
 					}
 					fields = append(fields, field)
 					if count[f.typ] > 1 {
@@ -196,76 +180,4 @@ func typeFields(t reflect.Type) *structFields {
 		sf.names[i] = f.name
 	}
 	return sf
-}
-
-func hasOption(opts, name string) bool {
-	for opts != "" {
-		var o string
-		o, opts, _ = strings.Cut(opts, ",")
-		if o == name {
-			return true
-		}
-	}
-	return false
-}
-
-func isValidTag(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		switch {
-		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
-			// Backslash and quote are reserved; other punctuation is allowed.
-		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
-			return false
-		}
-	}
-	return true
-}
-
-// zeroFunc returns the omitzero test of a field of type t that has an IsZero method, or nil
-// to use reflect.Value.IsZero.
-func zeroFunc(t reflect.Type) func(reflect.Value) bool {
-	switch {
-	case t.Kind() == reflect.Interface && t.Implements(isZeroerType):
-		return func(v reflect.Value) bool {
-			return v.IsNil() ||
-				(v.Elem().Kind() == reflect.Pointer && v.Elem().IsNil()) ||
-				v.Interface().(interface{ IsZero() bool }).IsZero()
-		}
-	case t.Kind() == reflect.Pointer && t.Implements(isZeroerType):
-		return func(v reflect.Value) bool {
-			return v.IsNil() || v.Interface().(interface{ IsZero() bool }).IsZero()
-		}
-	case t.Implements(isZeroerType):
-		return func(v reflect.Value) bool {
-			return v.Interface().(interface{ IsZero() bool }).IsZero()
-		}
-	case reflect.PointerTo(t).Implements(isZeroerType):
-		return func(v reflect.Value) bool {
-			if !v.CanAddr() {
-				v2 := reflect.New(v.Type()).Elem()
-				v2.Set(v)
-				v = v2
-			}
-			return v.Addr().Interface().(interface{ IsZero() bool }).IsZero()
-		}
-	}
-	return nil
-}
-
-// isEmptyValue reports whether v is empty in the sense of the omitempty option.
-func isEmptyValue(v reflect.Value) bool {
-	switch v.Kind() {
-	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
-		return v.Len() == 0
-	case reflect.Bool,
-		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64,
-		reflect.Interface, reflect.Pointer:
-		return v.IsZero()
-	}
-	return false
 }

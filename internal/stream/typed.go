@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/starpod/starpod/internal/jsontag"
 )
 
 // MarshalTypedYAML returns the text that MarshalYAML gives v, a pointer to a struct or a map,
@@ -220,7 +222,7 @@ func (p *printer) field(v reflect.Value, f *typedField) (fv reflect.Value, prese
 			fv = fv.Field(x)
 		}
 	}
-	if f.omitEmpty && isEmptyValue(fv) || f.omitZero && (f.isZero == nil && fv.IsZero() || f.isZero != nil && f.isZero(fv)) {
+	if f.omitEmpty && jsontag.IsEmpty(fv) || f.omitZero && (f.isZero == nil && fv.IsZero() || f.isZero != nil && f.isZero(fv)) {
 		return fv, false, true
 	}
 	if f.info.kind == kindStruct && len(p.omit) > 0 && p.omitted(fv) {

@@ -7,9 +7,9 @@ import (
 	"encoding"
 	"encoding/json"
 	"reflect"
-	"strings"
 	"sync"
-	"unicode"
+
+	"github.com/starpod/starpod/internal/jsontag"
 )
 
 // A typeKind is how MarshalTypedYAML prints a type.
@@ -97,7 +97,6 @@ func infoOf(t reflect.Type) *typeInfo {
 var (
 	marshalerType     = reflect.TypeFor[json.Marshaler]()
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
-	isZeroerType      = reflect.TypeFor[interface{ IsZero() bool }]()
 )
 
 // buildInfo returns the typeInfo of t, in the order of encoding/json's newTypeEncoder; it
@@ -189,31 +188,16 @@ func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedF
 		defer delete(seen, t)
 		for i := range t.NumField() {
 			sf := t.Field(i)
-			if sf.Anonymous {
-				ft := sf.Type
-				if ft.Kind() == reflect.Pointer {
-					ft = ft.Elem()
-				}
-				if !sf.IsExported() && ft.Kind() != reflect.Struct {
-					continue
-				}
-			} else if !sf.IsExported() {
+			name, opts, ok := jsontag.Parse(sf)
+			if !ok {
 				continue
-			}
-			tag := sf.Tag.Get("json")
-			if tag == "-" {
-				continue
-			}
-			name, opts, _ := strings.Cut(tag, ",")
-			if !validTag(name) {
-				name = ""
 			}
 			idx := append(index[:len(index):len(index)], i)
 			ft := sf.Type
 			if ft.Name() == "" && ft.Kind() == reflect.Pointer {
 				ft = ft.Elem()
 			}
-			if hasOption(opts, "string") {
+			if jsontag.HasOption(opts, "string") {
 				return false
 			}
 			if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
@@ -229,14 +213,14 @@ func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedF
 				name:      name,
 				index:     idx,
 				info:      buildInfo(sf.Type, true, building),
-				omitEmpty: hasOption(opts, "omitempty"),
-				omitZero:  hasOption(opts, "omitzero"),
+				omitEmpty: jsontag.HasOption(opts, "omitempty"),
+				omitZero:  jsontag.HasOption(opts, "omitzero"),
 			}
 			if isPlain(name) {
 				f.text = name
 			}
 			if f.omitZero {
-				f.isZero = isZeroFunc(sf.Type)
+				f.isZero = jsontag.ZeroFunc(sf.Type)
 			}
 			fields = append(fields, f)
 		}
@@ -265,76 +249,6 @@ func fixedOrder(fields []typedField) bool {
 			if !keyLess(a, b) || keyLess(b, a) {
 				return false
 			}
-		}
-	}
-	return true
-}
-
-// isZeroFunc returns the function encoding/json calls for the omitzero option of a field
-// of type t whose type has an IsZero method, or nil if it has none.
-func isZeroFunc(t reflect.Type) func(reflect.Value) bool {
-	switch {
-	case t.Kind() == reflect.Interface && t.Implements(isZeroerType):
-		return func(v reflect.Value) bool {
-			return v.IsNil() || v.Elem().Kind() == reflect.Pointer && v.Elem().IsNil() ||
-				v.Interface().(interface{ IsZero() bool }).IsZero()
-		}
-	case t.Kind() == reflect.Pointer && t.Implements(isZeroerType):
-		return func(v reflect.Value) bool {
-			return v.IsNil() || v.Interface().(interface{ IsZero() bool }).IsZero()
-		}
-	case t.Implements(isZeroerType):
-		return func(v reflect.Value) bool { return v.Interface().(interface{ IsZero() bool }).IsZero() }
-	case reflect.PointerTo(t).Implements(isZeroerType):
-		return func(v reflect.Value) bool {
-			if !v.CanAddr() {
-				v2 := reflect.New(v.Type()).Elem()
-				v2.Set(v)
-				v = v2
-			}
-			return v.Addr().Interface().(interface{ IsZero() bool }).IsZero()
-		}
-	}
-	return nil
-}
-
-// isEmptyValue is encoding/json's test of the omitempty option.
-func isEmptyValue(v reflect.Value) bool {
-	switch v.Kind() {
-	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
-		return v.Len() == 0
-	case reflect.Bool,
-		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64,
-		reflect.Interface, reflect.Pointer:
-		return v.IsZero()
-	}
-	return false
-}
-
-// hasOption reports whether the options of a json tag, after its name, hold opt.
-func hasOption(opts, opt string) bool {
-	for opts != "" {
-		var o string
-		o, opts, _ = strings.Cut(opts, ",")
-		if o == opt {
-			return true
-		}
-	}
-	return false
-}
-
-// validTag is encoding/json's test of the name in a json tag.
-func validTag(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		switch {
-		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
-		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
-			return false
 		}
 	}
 	return true

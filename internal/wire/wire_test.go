@@ -50,7 +50,7 @@ func TestMalformed(t *testing.T) {
 		"empty byte":     func(d *Decoder) { d.Byte() },
 		"long bytes":     func(d *Decoder) { d.Bytes() },
 		"large count":    func(d *Decoder) { d.Count() },
-		"truncated utf8": func(d *Decoder) { d.String() },
+		"truncated utf8": func(d *Decoder) { _ = d.String() },
 	} {
 		d := &Decoder{}
 		switch name {
