@@ -153,6 +153,7 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 		}
 		b.limit = MaxJobBytes - tasksSize(head, 0, 1)
 	}
+	b.workers.wrapPrint(b, &opts)
 	chains, cerrs := compileOverlays(ctx, app, opts)
 	errs = append(errs, cerrs...)
 	if !specOK || len(cerrs) > 0 {
@@ -187,10 +188,8 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 			replicas = append(replicas, chunk...)
 		}
 	}
-	if print != nil && len(replicas) > 1 {
-		if b.head, err = b.taskHead(job.Annotations[AnnotationAppSpec]); err != nil {
-			return nil, nil, err
-		}
+	if err := b.workers.prepare(b, job, len(replicas)); err != nil {
+		return nil, nil, err
 	}
 	sem := make(chan struct{}, 2*procs)
 	var wg sync.WaitGroup
@@ -202,12 +201,13 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if b.head == nil || !b.tasksInWorker(ctx, chunk, chains[chunk[0].role]) {
+			if b.workers.head == nil || !b.tasksInWorker(ctx, chunk, chains[chunk[0].role]) {
 				b.tasks(ctx, chunk, chains[chunk[0].role])
 			}
 		})
 	}
 	wg.Wait()
+	b.retryFailed(ctx, chains)
 	if b.over.Load() {
 		// Which replicas were built before is a matter of timing: report only the size.
 		errs = append(errs, &JobSizeError{File: app.File, Limit: MaxJobBytes})
@@ -303,7 +303,7 @@ type builder struct {
 	firstTask string
 	checks    nameChecks
 	print     func(json []byte) ([]byte, error) // if not nil, prints each task from its JSON
-	head      []byte                            // if not nil, workers print tasks: see tasksInWorker
+	workers   workers                           // how workers print tasks, if they do
 
 	// limit bounds the JSON of the tasks together; size is theirs so far, and over says
 	// that it passed the limit, and that no more tasks should be built.

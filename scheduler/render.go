@@ -5,9 +5,10 @@ package scheduler
 // the names and the overlay args), then builds, applies, checks and prints the replicas of a
 // chunk as the builder does in process (the same code: builder.tasks), so that this process
 // only adds up the sizes of the tasks and keeps their texts in order, and the workers do the
-// rest on every CPU. A replica the workers cannot do identically (one with an error) and a
-// chunk whose worker fails (a worker that dies of a limit) are built here, as before: that
-// path reports every error exactly.
+// rest on every CPU. A replica that fails in a worker, whose errors cannot cross the process
+// boundary with their types, is built again here once every chunk is done, with the output
+// of print() muted, since the worker printed it already; a chunk whose worker fails (dies
+// of a limit) is built here at once, as before. That path reports every error exactly.
 
 import (
 	"bytes"
@@ -20,6 +21,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.starlark.net/syntax"
+	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/wire"
@@ -56,21 +60,52 @@ func (b *builder) taskHead(spec string) ([]byte, error) {
 	return head, nil
 }
 
+// workers is what a builder that has workers print its tasks keeps of them.
+type workers struct {
+	head   []byte       // the head of every chunk's request, if workers print tasks
+	muted  atomic.Bool  // whether print() output is dropped
+	mu     sync.Mutex   // guards failed
+	failed [][]*replica // the replicas that failed in workers, of one role each
+}
+
+// wrapPrint makes opts.Engine.Print, which the overlays are compiled with, mutable (see
+// retryFailed), if b prints its tasks.
+func (w *workers) wrapPrint(b *builder, opts *BuildOptions) {
+	if print := opts.Engine.Print; print != nil && b.print != nil {
+		opts.Engine.Print = func(pos syntax.Position, msg string) {
+			if !w.muted.Load() {
+				print(pos, msg)
+			}
+		}
+	}
+}
+
+// prepare makes workers print the tasks of b, which prints them, if the job has n > 1
+// tasks: with one, Render prints the typed job.
+func (w *workers) prepare(b *builder, job *vcbatch.Job, n int) error {
+	if b.print == nil || n < 2 {
+		return nil
+	}
+	var err error
+	w.head, err = b.taskHead(job.Annotations[AnnotationAppSpec])
+	return err
+}
+
 // tasksInWorker has a worker build and print the tasks of reps, replicas of one role in
 // order of their ids, as tasks does, and reports whether it did: false leaves reps as they
-// were, for tasks to build them here. The replicas that failed in the worker are built here
-// all the same, so that their errors are those of tasks. A task built in a worker has its
-// text and its size, but no typed task.
+// were, for tasks to build them here. The replicas that failed in the worker are left for
+// retryFailed. A task built in a worker has its text and its size, but no typed task.
 func (b *builder) tasksInWorker(ctx context.Context, reps []*replica, chain engine.Chain) bool {
-	req := wire.AppendBytes(make([]byte, 0, len(b.head)+32), b.head)
+	req := wire.AppendBytes(make([]byte, 0, len(b.workers.head)+32), b.workers.head)
 	req = binary.AppendUvarint(req, uint64(reps[0].role))
 	req = binary.AppendUvarint(req, uint64(reps[0].id))
 	req = binary.AppendUvarint(req, uint64(len(reps)))
 	// Each overlay's time limit bounds each of its applies in the worker; this bounds a
-	// worker that hangs all the same.
+	// worker that hangs all the same. The texts of a job's tasks are about the size of
+	// their JSON, which MaxJobBytes bounds: a larger answer fails, and tasks does better.
 	timeout := time.Second + time.Duration(len(reps)*len(chain))*b.timeout()
 	answer, err := chain.RunTask(ctx, renderTaskName, nil, req, engine.TaskOptions{
-		Timeout: timeout, MaxAnswer: len(reps) * 4 * engine.DefaultMaxResultBytes})
+		Timeout: timeout, MaxAnswer: 4 * MaxJobBytes})
 	if err != nil {
 		return false // ErrNotInWorkers, a *TaskFailure, a cancelled ctx: tasks knows what to say
 	}
@@ -106,9 +141,21 @@ func (b *builder) tasksInWorker(ctx context.Context, reps []*replica, chain engi
 		}
 	}
 	if len(failed) > 0 {
-		b.tasks(ctx, failed, chain)
+		b.workers.mu.Lock()
+		b.workers.failed = append(b.workers.failed, failed)
+		b.workers.mu.Unlock()
 	}
 	return true
+}
+
+// retryFailed builds here the replicas that failed in workers, once no other replica is
+// being built, so that their errors are those of tasks, with the output of print() muted.
+func (b *builder) retryFailed(ctx context.Context, chains []engine.Chain) {
+	b.workers.muted.Store(true)
+	defer b.workers.muted.Store(false)
+	for _, reps := range b.workers.failed {
+		b.tasks(ctx, reps, chains[reps[0].role])
+	}
 }
 
 // workerChunks counts the chunks that workers built, for tests.
@@ -126,7 +173,7 @@ func (b *builder) timeout() time.Duration {
 // checks and prints the replicas the request names, as tasks does, and answers with each
 // replica's result: 0, the size of its task's JSON and its text, or 1 for a replica that
 // failed, which the caller builds again to report it.
-func renderTask(ctx context.Context, chain engine.Chain, _ *engine.Env, req []byte, note func([]byte) error) ([]byte, error) {
+func renderTask(ctx context.Context, chain engine.Chain, _ *engine.Env, req []byte, _ func([]byte) error) ([]byte, error) {
 	d := wire.Decoder{B: req}
 	head := d.Bytes()
 	role, start, n := d.Uvarint(), d.Uvarint(), d.Uvarint()
@@ -139,9 +186,6 @@ func renderTask(ctx context.Context, chain engine.Chain, _ *engine.Env, req []by
 	}
 	if role >= uint64(len(b.app.Roles)) || n == 0 || start+n > uint64(b.app.Roles[role].Replicas()) {
 		return nil, errors.New("a chunk of replicas that the app does not have")
-	}
-	if err := note([]byte("building replicas")); err != nil {
-		return nil, err
 	}
 	reps := make([]*replica, n)
 	for i := range reps {

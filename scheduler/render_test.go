@@ -8,10 +8,13 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.starlark.net/syntax"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/scheduler"
@@ -66,9 +69,17 @@ func (c *buildCase) resultOf(t *testing.T, eopts engine.Options) (string, bool) 
 }
 
 // renderErrors renders app with eopts and returns the text of the error that
-// starpod run prints: each error, with its overlay's backtrace if it has one.
-func renderErrors(t *testing.T, app *scheduler.App, eopts engine.Options) string {
+// starpod run prints: each error, with its overlay's backtrace if it has one; and the output
+// of print(), sorted.
+func renderErrors(t *testing.T, app *scheduler.App, eopts engine.Options) (string, []string) {
 	t.Helper()
+	var mu sync.Mutex
+	var prints []string
+	eopts.Print = func(pos syntax.Position, msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		prints = append(prints, pos.String()+": "+msg)
+	}
 	_, err := scheduler.Render(context.Background(), app, scheduler.DefaultConfig(),
 		scheduler.BuildOptions{AppID: "w", Engine: eopts, OverlayArgs: map[string]string{"zone": "z1"}}, "yaml")
 	var be *scheduler.BuildError
@@ -83,17 +94,20 @@ func renderErrors(t *testing.T, app *scheduler.App, eopts engine.Options) string
 			b.WriteString(ee.Backtrace + "\n")
 		}
 	}
-	return b.String()
+	slices.Sort(prints)
+	return b.String(), prints
 }
 
 // TestRenderWorkersErrors checks that replicas that fail in a worker (an overlay's fail(),
 // a field the schema does not know, a pod that validation rejects) are built again here and
-// reported as in process, with the overlay's backtrace.
+// reported as in process, with the overlay's backtrace, and that what the overlay prints is
+// printed once.
 func TestRenderWorkersErrors(t *testing.T) {
 	app := writeApp(t, map[string]string{
 		"app.yaml": workerApp,
 		"ctx.star": "def overlay(pod, ctx):\n    pass\n",
 		"fail.star": "def check(id):\n" +
+			"    print(\"replica\", id)\n" +
 			"    if id in (3, 70, 149):\n" +
 			"        fail(\"no replica %d\" % id)\n" +
 			"def overlay(pod, ctx):\n" +
@@ -101,18 +115,26 @@ func TestRenderWorkersErrors(t *testing.T) {
 			"    if ctx.replica_id == 100:\n" +
 			"        pod[\"spec\"][\"priorty\"] = 1\n" +
 			"    if ctx.replica_id == 120:\n" +
-			"        pod[\"spec\"][\"containers\"][0][\"name\"] = \"Bad_Name\"\n",
+			"        pod[\"spec\"][\"containers\"][0][\"name\"] = \"Bad_Name\"\n" +
+			"    if ctx.replica_id == 130:\n" +
+			"        pod[\"metadata\"][\"name\"] = \"mine\"\n",
 	})
-	want := renderErrors(t, app, engine.Options{})
+	want, wantPrints := renderErrors(t, app, engine.Options{})
 	before := scheduler.WorkerChunks.Load()
-	got := renderErrors(t, app, workerOptions(t))
+	got, gotPrints := renderErrors(t, app, workerOptions(t))
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("errors (-in process +workers):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantPrints, gotPrints); diff != "" {
+		t.Errorf("print() output (-in process +workers):\n%s", diff)
+	}
+	if len(gotPrints) != 150 {
+		t.Errorf("got %d lines of print() output, want 150", len(gotPrints))
 	}
 	if scheduler.WorkerChunks.Load() == before {
 		t.Error("workers built no chunk of replicas")
 	}
-	for _, s := range []string{"role a replica 3: ", "no replica 149", "Traceback", "priorty", "Bad_Name"} {
+	for _, s := range []string{"role a replica 3: ", "no replica 149", "Traceback", "priorty", "Bad_Name", "Volcano names the pods"} {
 		if !strings.Contains(got, s) {
 			t.Errorf("the errors do not say %q:\n%s", s, got)
 		}
