@@ -18,6 +18,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,9 +102,11 @@ func (b *builder) tasksInWorker(ctx context.Context, reps []*replica, chain engi
 	req = binary.AppendUvarint(req, uint64(reps[0].id))
 	req = binary.AppendUvarint(req, uint64(len(reps)))
 	// Each overlay's time limit bounds each of its applies in the worker; this bounds a
-	// worker that hangs all the same. The texts of a job's tasks are about the size of
-	// their JSON, which MaxJobBytes bounds: a larger answer fails, and tasks does better.
-	timeout := time.Second + time.Duration(len(reps)*len(chain))*b.timeout()
+	// worker that hangs all the same (in a builtin that no time limit interrupts) as an
+	// apply in a worker is bounded: the worker notes each replica before it builds it,
+	// which starts the time allowed again. The texts of a job's tasks are about the size
+	// of their JSON, which MaxJobBytes bounds: a larger answer fails, and tasks does better.
+	timeout := time.Second + time.Duration(len(chain))*b.timeout()
 	answer, err := chain.RunTask(ctx, renderTaskName, nil, req, engine.TaskOptions{
 		Timeout: timeout, MaxAnswer: 4 * MaxJobBytes})
 	if err != nil {
@@ -173,7 +176,7 @@ func (b *builder) timeout() time.Duration {
 // checks and prints the replicas the request names, as tasks does, and answers with each
 // replica's result: 0, the size of its task's JSON and its text, or 1 for a replica that
 // failed, which the caller builds again to report it.
-func renderTask(ctx context.Context, chain engine.Chain, _ *engine.Env, req []byte, _ func([]byte) error) ([]byte, error) {
+func renderTask(ctx context.Context, chain engine.Chain, _ *engine.Env, req []byte, note func([]byte) error) ([]byte, error) {
 	d := wire.Decoder{B: req}
 	head := d.Bytes()
 	role, start, n := d.Uvarint(), d.Uvarint(), d.Uvarint()
@@ -191,7 +194,14 @@ func renderTask(ctx context.Context, chain engine.Chain, _ *engine.Env, req []by
 	for i := range reps {
 		reps[i] = &replica{role: int(role), id: int(start) + i}
 	}
-	b.tasks(ctx, reps, chain)
+	var id []byte
+	for i := range reps {
+		id = strconv.AppendInt(id[:0], int64(reps[i].id), 10)
+		if err := note(id); err != nil {
+			return nil, err
+		}
+		b.tasks(ctx, reps[i:i+1], chain)
+	}
 	size := 16
 	for _, rep := range reps {
 		size += len(rep.text) + 2*binary.MaxVarintLen32
