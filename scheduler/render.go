@@ -97,6 +97,9 @@ func (w *workers) prepare(b *builder, job *vcbatch.Job, n int) error {
 // were, for tasks to build them here. The replicas that failed in the worker are left for
 // retryFailed. A task built in a worker has its text and its size, but no typed task.
 func (b *builder) tasksInWorker(ctx context.Context, reps []*replica, chain engine.Chain) bool {
+	if len(chain) == 0 {
+		return false // no overlay, no worker
+	}
 	req := wire.AppendBytes(make([]byte, 0, len(b.workers.head)+32), b.workers.head)
 	req = binary.AppendUvarint(req, uint64(reps[0].role))
 	req = binary.AppendUvarint(req, uint64(reps[0].id))
