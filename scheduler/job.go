@@ -153,6 +153,7 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 		}
 		b.limit = MaxJobBytes - tasksSize(head, 0, 1)
 	}
+	b.workers.wrapPrint(b, &opts)
 	chains, cerrs := compileOverlays(ctx, app, opts)
 	errs = append(errs, cerrs...)
 	if !specOK || len(cerrs) > 0 {
@@ -187,6 +188,9 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 			replicas = append(replicas, chunk...)
 		}
 	}
+	if err := b.workers.prepare(b, job, len(replicas)); err != nil {
+		return nil, nil, err
+	}
 	sem := make(chan struct{}, 2*procs)
 	var wg sync.WaitGroup
 	for _, chunk := range chunks {
@@ -197,10 +201,13 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			b.tasks(ctx, chunk, chains[chunk[0].role])
+			if b.workers.head == nil || !b.tasksInWorker(ctx, chunk, chains[chunk[0].role]) {
+				b.tasks(ctx, chunk, chains[chunk[0].role])
+			}
 		})
 	}
 	wg.Wait()
+	b.retryFailed(ctx, chains)
 	if b.over.Load() {
 		// Which replicas were built before is a matter of timing: report only the size.
 		errs = append(errs, &JobSizeError{File: app.File, Limit: MaxJobBytes})
@@ -216,7 +223,11 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 			errs = append(errs, rep.errs...)
 			continue
 		}
-		job.Spec.Tasks = append(job.Spec.Tasks, *rep.task)
+		if rep.task != nil { // else a worker built it, and gave its text only
+			job.Spec.Tasks = append(job.Spec.Tasks, *rep.task)
+		}
+		// The gang: every task but the elastic ones above min_replicas.
+		job.Spec.MinAvailable += minAvailable(&app.Roles[rep.role], rep.id)
 		if print != nil {
 			texts = append(texts, rep.text)
 		}
@@ -225,15 +236,6 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print f
 		return nil, nil, &BuildError{Errs: errs}
 	}
 
-	// The gang: every task that must run, that is all of them except the elastic ones
-	// above min_replicas.
-	for _, t := range job.Spec.Tasks {
-		if t.MinAvailable != nil {
-			job.Spec.MinAvailable += *t.MinAvailable
-		} else {
-			job.Spec.MinAvailable += t.Replicas
-		}
-	}
 	// The job restarts at most as often as the least patient role that restarts it.
 	for _, r := range app.Roles {
 		if r.MaxRetries > 0 && r.retryPolicy() == RetryApplication {
@@ -287,6 +289,7 @@ type replica struct {
 	labels   map[string]string
 	task     *vcbatch.TaskSpec
 	text     []byte // the task printed, if the builder prints
+	size     int64  // the size of the task's JSON, if the builder prints
 	errs     []error
 }
 
@@ -300,6 +303,7 @@ type builder struct {
 	firstTask string
 	checks    nameChecks
 	print     func(json []byte) ([]byte, error) // if not nil, prints each task from its JSON
+	workers   workers                           // how workers print tasks, if they do
 
 	// limit bounds the JSON of the tasks together; size is theirs so far, and over says
 	// that it passed the limit, and that no more tasks should be built.
@@ -346,9 +350,9 @@ func (b *builder) tasks(ctx context.Context, reps []*replica, chain engine.Chain
 		// measured only then, or when the task is printed from its JSON anyway.
 		if rep.errs == nil && (len(chain) > 0 || b.print != nil) {
 			data, err := json.Marshal(rep.task)
-			if err != nil {
+			if rep.size = int64(len(data)); err != nil {
 				rep.errs = []error{err}
-			} else if b.size.Add(int64(len(data))+1) > b.limit {
+			} else if b.size.Add(rep.size+1) > b.limit {
 				b.over.Store(true)
 			} else if b.print != nil {
 				if rep.text, err = b.print(data); err != nil {
@@ -423,16 +427,22 @@ func (b *builder) newTask(rep *replica) *vcbatch.TaskSpec {
 		Template: corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec},
 	}
 	if r.MinReplicas != nil {
-		task.MinAvailable = ptr(int32(0))
-		if rep.id < *r.MinReplicas {
-			task.MinAvailable = ptr(int32(1))
-		}
+		task.MinAvailable = ptr(minAvailable(r, rep.id))
 	}
 	if r.MaxRetries > 0 {
 		task.MaxRetry = int32(r.MaxRetries)
 		task.Policies = retryPolicies(r.RetryPolicy)
 	}
 	return task
+}
+
+// minAvailable returns the pods of the task of replica id of role r that must run for the
+// job to start: its one pod, or none for an elastic role's replicas above min_replicas.
+func minAvailable(r *Role, id int) int32 {
+	if r.MinReplicas != nil && id >= *r.MinReplicas {
+		return 0
+	}
+	return 1
 }
 
 func (r *Role) retryPolicy() RetryPolicy {

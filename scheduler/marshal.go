@@ -51,7 +51,9 @@ func Marshal(job *vcbatch.Job, format string) ([]byte, error) {
 
 // Render builds the job of app as [Build] does and prints it as [Marshal] does. It is faster
 // than the two one after the other: each task is printed as soon as it is built, while the
-// overlays of other replicas run. Its errors are those of Build and Marshal.
+// overlays of other replicas run; with the overlays in worker processes, as YAML, the workers
+// build and print whole chunks of replicas, and a replica with an error is built again here.
+// Its output and its errors are those of Build and Marshal.
 func Render(ctx context.Context, app *App, cfg Config, opts BuildOptions, format string) ([]byte, error) {
 	if format != "yaml" && format != "" {
 		job, err := Build(ctx, app, cfg, opts)
@@ -64,9 +66,15 @@ func Render(ctx context.Context, app *App, cfg Config, opts BuildOptions, format
 	if err != nil {
 		return nil, err
 	}
-	if len(job.Spec.Tasks) > 1 {
+	if len(texts) > 1 {
 		if data, ok, err := marshalTasksYAML(job, texts); ok || err != nil {
 			return data, err
+		}
+	}
+	if len(job.Spec.Tasks) < len(texts) {
+		// Workers built some tasks, and gave only their texts: build them here.
+		if job, err = Build(ctx, app, cfg, opts); err != nil {
+			return nil, err
 		}
 	}
 	return Marshal(job, format)
@@ -104,14 +112,14 @@ const tasksPrefix = "spec:\n  tasks:\n"
 // if they are printed already. The job is then printed with the tasks' texts as the block of
 // spec.tasks (a stream.Block). It reports false if the job cannot be printed that way.
 func marshalTasksYAML(job *vcbatch.Job, tasks [][]byte) ([]byte, bool, error) {
-	errs := make([]error, len(job.Spec.Tasks))
+	var errs []error
 	if tasks == nil {
-		tasks = make([][]byte, len(job.Spec.Tasks))
+		tasks, errs = make([][]byte, len(job.Spec.Tasks)), make([]error, len(job.Spec.Tasks))
 		printTasks(job.Spec.Tasks, tasks, errs)
 	}
 	block := make(stream.Block, len(tasks))
 	for t, data := range tasks {
-		if errs[t] != nil {
+		if errs != nil && errs[t] != nil {
 			return nil, false, errs[t]
 		}
 		if !bytes.HasPrefix(data, []byte(tasksPrefix)) {
