@@ -33,10 +33,10 @@ func (p *pipeline) applyInWorker(ctx context.Context, b *batch) bool {
 		size += len(doc.Raw)
 	}
 	req := p.appendTask(make([]byte, 0, size+len(b.docs)*48+64), b.docs)
-	// Each overlay's time limit bounds each of its applies in the worker; this bounds a
-	// worker that hangs all the same. A batch that takes longer is done here.
-	// The worker notes each document before it parses it and each pod before the chain
-	// applies to it, so that a pod that takes longer than the time limit kills it in the
+	// Each overlay's time limit bounds each of its applies in the worker; the task's timeout
+	// bounds a worker that hangs all the same, in one step no time limit interrupts. The
+	// worker notes each document before it parses it and each pod before the chain applies
+	// to it, and each note starts the timeout again: a pod that hangs kills the worker in the
 	// same time as when pods go to workers one by one (see engine.WorkerProcess), and the
 	// note says which pod it was.
 	timeout := time.Second + time.Duration(len(p.chain))*p.timeout
