@@ -56,6 +56,17 @@ func init() {
 		}
 		return []byte("done"), nil
 	})
+	// test.big answers as many MiB as the request's first byte says; test.bignote gives a
+	// note of that many KiB.
+	engine.RegisterTask("test.big", func(ctx context.Context, chain engine.Chain, env *engine.Env, req []byte, note func([]byte) error) ([]byte, error) {
+		return make([]byte, int(req[0])<<20), nil
+	})
+	engine.RegisterTask("test.bignote", func(ctx context.Context, chain engine.Chain, env *engine.Env, req []byte, note func([]byte) error) ([]byte, error) {
+		if err := note(make([]byte, int(req[0])<<10)); err != nil {
+			return nil, err
+		}
+		return []byte("noted"), nil
+	})
 	// test.bomb takes memory until the worker dies.
 	engine.RegisterTask("test.bomb", func(ctx context.Context, chain engine.Chain, env *engine.Env, req []byte, note func([]byte) error) ([]byte, error) {
 		var keep [][]byte
@@ -201,5 +212,31 @@ func TestRunTaskNotInWorkers(t *testing.T) {
 		if _, err := chain.RunTask(context.Background(), "test.apply", nil, nil, engine.TaskOptions{Timeout: time.Second}); !errors.Is(err, engine.ErrNotInWorkers) {
 			t.Errorf("%s: got %v, want ErrNotInWorkers", name, err)
 		}
+	}
+}
+
+// TestRunTaskBounds checks the bounds of what a worker sends back during a task: an answer
+// larger than TaskOptions.MaxAnswer and a note over 16 KiB are the task's errors, and the
+// worker serves on.
+func TestRunTaskBounds(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	chain, _ := compileTaskChain(t, pool)
+	ctx := context.Background()
+	opts := engine.TaskOptions{Timeout: 10 * time.Second, MaxAnswer: 2 << 20}
+	if answer, err := chain.RunTask(ctx, "test.big", nil, []byte{2}, opts); err != nil || len(answer) != 2<<20 {
+		t.Errorf("2 MiB within 2 MiB: got %d bytes, %v", len(answer), err)
+	}
+	if _, err := chain.RunTask(ctx, "test.big", nil, []byte{3}, opts); err == nil || !strings.Contains(err.Error(), "exceeds the limit") {
+		t.Errorf("3 MiB over 2 MiB: got %v, want an error of the limit", err)
+	}
+	if answer, err := chain.RunTask(ctx, "test.bignote", nil, []byte{16}, opts); err != nil || string(answer) != "noted" {
+		t.Errorf("a note of 16 KiB: got %q, %v", answer, err)
+	}
+	if _, err := chain.RunTask(ctx, "test.bignote", nil, []byte{17}, opts); err == nil || !strings.Contains(err.Error(), "a note of") {
+		t.Errorf("a note of 17 KiB: got %v, want an error of the limit", err)
+	}
+	if answer, err := chain.RunTask(ctx, "test.big", nil, []byte{1}, opts); err != nil || len(answer) != 1<<20 {
+		t.Errorf("after the errors: got %d bytes, %v", len(answer), err)
 	}
 }
