@@ -18,6 +18,7 @@ import (
 	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/starpod/starpod/internal/residency"
 	"github.com/starpod/starpod/internal/sandbox"
 	"github.com/starpod/starpod/internal/wire"
 )
@@ -92,6 +93,12 @@ func (s *server) serve() error {
 		if err != nil {
 			return err
 		}
+		if s.served++; s.served == 2 {
+			// A worker that serves more than its overlays and one request lives on: what its
+			// start touched of the executable (the initialisation of every linked package)
+			// need not stay resident. Best effort, while the parent reads the answer.
+			residency.ReleaseExecutable()
+		}
 	}
 }
 
@@ -107,6 +114,7 @@ type server struct {
 	printDropped bool // whether the rest is dropped
 
 	answerMax int // the largest frame the parent reads, for the script at hand
+	served    int // the requests answered
 
 	// During a task, mu guards out and printErr, which its notes share with print(), and
 	// the task's latest note and its number.

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package residency
+
+// ReleaseExecutable does nothing on this system, and reports 0.
+func ReleaseExecutable() (int64, error) { return 0, nil }
