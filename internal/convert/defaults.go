@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -177,4 +178,55 @@ func (d *PodDefaults) MarshalIndent(pod *corev1.Pod, prefix, indent string) ([]b
 func isEmptyMap(v any) bool {
 	m, ok := v.(map[string]any)
 	return ok && len(m) == 0
+}
+
+// notedTypes are the struct types whose YAML decoders pass their keys to a defaultNotes: a
+// pod, its spec and its containers.
+var notedTypes = map[reflect.Type]bool{
+	corePodType:                                  true,
+	reflect.TypeFor[corev1.PodSpec]():            true,
+	reflect.TypeFor[corev1.Container]():          true,
+	reflect.TypeFor[corev1.EphemeralContainer](): true,
+}
+
+// defaultNotes records the PodDefaults of a pod document as DecodePodYAML decodes it, for
+// the same PodDefaults that PodDefaultsOf records from the document's untyped data: the
+// decoders of notedTypes pass it each key of theirs as they come to it and each struct when
+// it is done.
+type defaultNotes struct {
+	d         PodDefaults
+	list      string // the key of the pod spec being decoded: the list of a container
+	resources bool   // whether the container being decoded held resources
+}
+
+// key notes that the document holds key in the mapping of the struct v.
+func (n *defaultNotes) key(v reflect.Value, key string) {
+	switch v.Addr().Interface().(type) {
+	case *corev1.Pod:
+		n.d.status = n.d.status || key == "status"
+	case *corev1.PodSpec:
+		n.list = key
+	case *corev1.Container, *corev1.EphemeralContainer:
+		n.resources = n.resources || key == "resources"
+	}
+}
+
+// end notes that the struct v has been decoded.
+func (n *defaultNotes) end(v reflect.Value) {
+	var name string
+	switch c := v.Addr().Interface().(type) {
+	case *corev1.Container:
+		name = c.Name
+	case *corev1.EphemeralContainer:
+		name = c.Name
+	default:
+		return
+	}
+	if n.resources {
+		if n.d.resources == nil {
+			n.d.resources = make(map[string]bool)
+		}
+		n.d.resources[n.list+"/"+name] = true
+	}
+	n.resources = false
 }

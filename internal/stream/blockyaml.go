@@ -3,10 +3,7 @@ package stream
 // This file defines parseBlockYAML, a parser of the plain subset of YAML most manifests are
 // written in, which yamlToUntyped tries before the YAML library.
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "bytes"
 
 // parseBlockYAML parses doc, a YAML document whose root is a block mapping at column 0, into
 // the untyped JSON data yamlToUntyped returns, if doc keeps to a plain subset of YAML; it
@@ -31,16 +28,16 @@ import (
 // which FuzzBlockYAML checks against sigs.k8s.io/yaml on the fuzz corpora. It counts the size
 // of what it makes as the sizer does and declines past limit, where the library's path
 // reports the error.
+//
+// It builds the data with [BlockNode.Untyped] from the nodes that readBlock reads, which
+// readers of the text into other forms share (see [ReadBlockYAML]).
 func parseBlockYAML(doc []byte, limit int64) (any, bool) {
-	p := blockParser{doc: doc, text: doc, left: limit}
-	if !p.next() || p.eof || p.indent != 0 || isSeqEntry(p.content) {
-		return nil, false
-	}
-	m, ok := p.mapping(0)
-	if !ok || !p.eof || p.left < 0 {
-		return nil, false
-	}
-	return m, true
+	var v any
+	ok := readBlock(doc, limit, func(root BlockNode) (ok bool) {
+		v, ok = root.Untyped()
+		return ok
+	})
+	return v, ok
 }
 
 // A blockParser reads a document line by line; the current line is the first of the rest
@@ -53,6 +50,14 @@ type blockParser struct {
 	content []byte // the current line from its indentation, without its end
 	eof     bool   // whether there is no current line
 	left    int64  // the size left, as the sizer counts it
+
+	// The node the parser has come to (see BlockNode): its kind, and what it knows of it.
+	kind  nodeKind
+	val   scalar // a scalar's value
+	flow  []byte // a flow collection's text
+	col   int    // the column of a block collection's keys or dashes
+	seq   int    // the number of nodes so far, the current one's
+	taken bool   // whether the current node has been read
 }
 
 // next moves to the next line that is not blank or a comment. It reports false for a line
@@ -105,109 +110,6 @@ func isSeqEntry(content []byte) bool {
 	return len(content) > 0 && content[0] == '-' && (len(content) == 1 || content[1] == ' ')
 }
 
-// node parses the block node that starts at the current line, which is indented by more
-// than its parent's indentation.
-func (p *blockParser) node() (any, bool) {
-	if isSeqEntry(p.content) {
-		return p.sequence(p.indent)
-	}
-	return p.mapping(p.indent)
-}
-
-// mapping parses a block mapping whose keys stand at column indent, from the current line.
-func (p *blockParser) mapping(indent int) (any, bool) {
-	m := make(map[string]any)
-	p.count(1)
-	for !p.eof && p.indent == indent {
-		key, rest, ok := p.splitKey(p.content)
-		if !ok {
-			return nil, false
-		}
-		if _, dup := m[key]; dup {
-			return nil, false
-		}
-		p.count(len(key))
-		var v any
-		if len(rest) > 0 {
-			if v, ok = p.scalar(rest); !ok {
-				return nil, false
-			}
-			if !p.next() {
-				return nil, false
-			}
-		} else {
-			if !p.next() {
-				return nil, false
-			}
-			switch {
-			case !p.eof && p.indent > indent:
-				v, ok = p.node()
-			case !p.eof && p.indent == indent && isSeqEntry(p.content):
-				v, ok = p.sequence(indent)
-			default:
-				v, ok = nil, true
-				p.count(1)
-			}
-			if !ok {
-				return nil, false
-			}
-		}
-		m[key] = v
-	}
-	if !p.eof && p.indent > indent {
-		return nil, false // a continuation or a node the parser does not take
-	}
-	return m, true
-}
-
-// sequence parses a block sequence whose dashes stand at column indent, from the current line.
-func (p *blockParser) sequence(indent int) (any, bool) {
-	s := make([]any, 0, 4)
-	p.count(1)
-	for !p.eof && p.indent == indent && isSeqEntry(p.content) {
-		rest := p.content[1:]
-		n := 0
-		for n < len(rest) && rest[n] == ' ' {
-			n++
-		}
-		rest = rest[n:]
-		var v any
-		var ok bool
-		switch {
-		case len(rest) == 0 || rest[0] == '#':
-			if !p.next() {
-				return nil, false
-			}
-			if !p.eof && p.indent > indent {
-				v, ok = p.node()
-			} else {
-				v, ok = nil, true
-				p.count(1)
-			}
-		case isSeqEntry(rest):
-			return nil, false // a sequence in a sequence
-		default:
-			if _, _, isKey := p.splitKey(rest); isKey {
-				// A mapping that starts on the line of the dash, at the column of its key.
-				p.indent, p.content = indent+1+n, rest
-				v, ok = p.mapping(p.indent)
-				break
-			}
-			if v, ok = p.scalar(rest); ok {
-				ok = p.next()
-			}
-		}
-		if !ok {
-			return nil, false
-		}
-		s = append(s, v)
-	}
-	if !p.eof && p.indent > indent {
-		return nil, false
-	}
-	return s, true
-}
-
 // splitKey splits a line's content into a plain key that resolves to a string and the value
 // after it, without a comment; ok is false if content is not such a key and value.
 func (p *blockParser) splitKey(content []byte) (key string, rest []byte, ok bool) {
@@ -238,55 +140,60 @@ func trimComment(text []byte) []byte {
 	return bytes.Trim(text, " ")
 }
 
-// scalar parses a value on its key's or dash's line: rest, without its leading spaces.
-func (p *blockParser) scalar(rest []byte) (any, bool) {
+// inline reads a value on its key's or dash's line, rest, without its leading spaces: it
+// makes the current node a scalar, which it resolves and counts, or a flow collection, which
+// the node's reader reads.
+func (p *blockParser) inline(rest []byte) bool {
 	switch rest[0] {
 	case '"', '\'':
 		s, after, ok := p.quotedScalar(rest)
 		if !ok || len(trimComment(after)) > 0 || len(after) > 0 && after[0] != ' ' {
-			return nil, false
+			return false
 		}
 		p.count(1 + len(s))
-		return s, true
+		p.kind, p.val = scalarNode, scalar{kind: stringScalar, text: s}
+		return true
 	case '[':
-		return p.flowSequence(trimComment(rest))
+		p.kind, p.flow = flowSequence, trimComment(rest)
+		return true
 	case '{':
-		return p.flowMapping(trimComment(rest))
+		p.kind, p.flow = flowMapping, trimComment(rest)
+		return true
 	}
 	plain := trimComment(rest)
 	if len(plain) == 0 || isSeqEntry(plain) || bytes.Contains(plain, []byte(": ")) || plain[len(plain)-1] == ':' {
-		return nil, false
+		return false
 	}
-	v, ok := p.resolve(plain)
-	return v, ok
+	p.kind, p.val = scalarNode, p.resolve(plain)
+	return p.val.kind != unresolved
 }
 
-// resolve returns the value of a plain scalar as the untyped data gives it, counting its
-// size; ok is false if the parser leaves its resolution to the library.
-func (p *blockParser) resolve(plain []byte) (any, bool) {
+// resolve returns the value of a plain scalar, counting its size; its kind is unresolved if
+// the parser leaves its resolution to the library.
+func (p *blockParser) resolve(plain []byte) scalar {
 	if s, isString := plainString(plain); isString {
 		if !s {
-			return nil, false
+			return scalar{}
 		}
 		p.count(1 + len(plain))
-		return p.str(plain), true
+		return scalar{kind: stringScalar, text: p.str(plain)}
 	}
 	switch string(plain) {
 	case "true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y":
 		p.count(1)
-		return true, true
+		return scalar{kind: trueScalar}
 	case "false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N":
 		p.count(1)
-		return false, true
+		return scalar{kind: falseScalar}
 	case "null", "Null", "NULL", "~":
 		p.count(1)
-		return nil, true
+		return scalar{kind: nullScalar}
 	}
 	if isDecimal(plain) {
 		p.count(1 + len(plain))
-		return json.Number(plain), true
+		return scalar{kind: numberScalar, text: p.str(plain)}
 	}
-	return nil, false
+	return scalar{}
 }
 
 // plainString reports whether the plain scalar text, of printable ASCII, resolves to a
@@ -380,61 +287,6 @@ func (p *blockParser) quotedScalar(text []byte) (s string, after []byte, ok bool
 	return "", nil, false
 }
 
-// flowSequence parses a flow sequence of one line, text, of flow scalars (see flowScalar).
-func (p *blockParser) flowSequence(text []byte) (any, bool) {
-	if len(text) < 2 || text[len(text)-1] != ']' {
-		return nil, false
-	}
-	p.count(1)
-	body := bytes.Trim(text[1:len(text)-1], " ")
-	s := []any{}
-	for len(body) > 0 {
-		v, rest, ok := p.flowScalar(body)
-		if !ok {
-			return nil, false
-		}
-		s = append(s, v)
-		if body, ok = flowNext(rest); !ok {
-			return nil, false
-		}
-	}
-	return s, true
-}
-
-// flowMapping parses a flow mapping of one line, text, of plain keys that resolve to strings
-// (as splitKey takes them), each followed by ": " and a flow scalar (see flowScalar).
-func (p *blockParser) flowMapping(text []byte) (any, bool) {
-	if len(text) < 2 || text[len(text)-1] != '}' {
-		return nil, false
-	}
-	p.count(1)
-	body := bytes.Trim(text[1:len(text)-1], " ")
-	m := make(map[string]any)
-	for len(body) > 0 {
-		i := bytes.IndexByte(body, ':')
-		if i < 0 || i+1 == len(body) || body[i+1] != ' ' {
-			return nil, false
-		}
-		key, rest, ok := p.splitKey(body[:i+1])
-		if !ok || len(rest) > 0 {
-			return nil, false
-		}
-		if _, dup := m[key]; dup {
-			return nil, false
-		}
-		p.count(len(key))
-		v, rest, ok := p.flowScalar(bytes.TrimLeft(body[i+2:], " "))
-		if !ok {
-			return nil, false
-		}
-		m[key] = v
-		if body, ok = flowNext(rest); !ok {
-			return nil, false
-		}
-	}
-	return m, true
-}
-
 // flowNext returns the rest of a flow collection's body after an entry, rest, past the
 // comma that must follow the entry unless the body ends; it refuses a trailing comma.
 func flowNext(rest []byte) ([]byte, bool) {
@@ -449,20 +301,23 @@ func flowNext(rest []byte) ([]byte, bool) {
 	return rest, len(rest) > 0
 }
 
-// flowScalar parses the scalar at the start of body, the rest of a flow collection's body
-// without its brackets: a quoted scalar of one line without escapes, or a plain scalar up to
-// the next comma without flow indicators, quotes, ":" or "#". It returns the rest of body.
-func (p *blockParser) flowScalar(body []byte) (any, []byte, bool) {
+// flowScalar reads the scalar at the start of body, the rest of a flow collection's body
+// without its brackets, into the current node: a quoted scalar of one line without escapes,
+// or a plain scalar up to the next comma without flow indicators, quotes, ":" or "#". It
+// returns the rest of body.
+func (p *blockParser) flowScalar(body []byte) ([]byte, bool) {
 	if len(body) == 0 {
-		return nil, nil, false
+		return nil, false
 	}
+	p.kind = scalarNode
 	if body[0] == '"' || body[0] == '\'' {
 		str, after, ok := p.quotedScalar(body)
 		if !ok {
-			return nil, nil, false
+			return nil, false
 		}
 		p.count(1 + len(str))
-		return str, after, true
+		p.val = scalar{kind: stringScalar, text: str}
+		return after, true
 	}
 	i := bytes.IndexByte(body, ',')
 	if i < 0 {
@@ -470,8 +325,8 @@ func (p *blockParser) flowScalar(body []byte) (any, []byte, bool) {
 	}
 	item := bytes.TrimRight(body[:i], " ")
 	if len(item) == 0 || isSeqEntry(item) || bytes.ContainsAny(item, "[]{}:#\"'") {
-		return nil, nil, false
+		return nil, false
 	}
-	v, ok := p.resolve(item)
-	return v, body[len(item):], ok
+	p.val = p.resolve(item)
+	return body[len(item):], p.val.kind != unresolved
 }
