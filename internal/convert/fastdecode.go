@@ -229,11 +229,11 @@ func numberInt(s string) (int64, bool) {
 type fastStruct struct {
 	fields *structFields
 	types  []*fastType
-	notes  bool // whether its YAML decoder passes its keys to the state's defaultNotes
+	noted  noted // whether its YAML decoder passes its keys to the state's defaultNotes
 }
 
 func newFastStruct(t reflect.Type, making map[reflect.Type]*fastType) (fastDecoder, yamlDecoder) {
-	fs := &fastStruct{fields: cachedFields(t), notes: notedTypes[t]}
+	fs := &fastStruct{fields: cachedFields(t), noted: notedTypes[t]}
 	fs.types = make([]*fastType, len(fs.fields.list))
 	for i := range fs.fields.list {
 		f := &fs.fields.list[i]

@@ -77,7 +77,7 @@ func (fs *fastStruct) decodeYAML(s *fastState, n stream.BlockNode, v reflect.Val
 		return false
 	}
 	var notes *defaultNotes
-	if fs.notes {
+	if fs.noted != notNoted {
 		notes = s.notes
 	}
 	var seen [maxYAMLFields / 64]uint64
@@ -88,14 +88,14 @@ func (fs *fastStruct) decodeYAML(s *fastState, n stream.BlockNode, v reflect.Val
 		}
 		seen[i/64] |= 1 << (i % 64)
 		if notes != nil {
-			notes.key(v, key)
+			notes.key(fs.noted, key)
 		}
 		return fs.types[i].yaml(s, e, fv)
 	})
 	if !ok {
 		return false
 	}
-	if notes != nil {
+	if notes != nil && fs.noted == notedContainer {
 		notes.end(v)
 	}
 	s.leave()
@@ -182,9 +182,14 @@ func yamlSlice(t reflect.Type, et *fastType, dec fastDecoder) yamlDecoder {
 			return et.yaml(s, e, scratch.Index(i))
 		})
 		if ok {
-			sv := reflect.MakeSlice(t, scratch.Len(), scratch.Len())
-			reflect.Copy(sv, scratch)
-			v.Set(sv)
+			// v is a zero slice: grown, it takes the items without a new slice header.
+			if n := scratch.Len(); n > 0 {
+				v.Grow(n)
+				v.SetLen(n)
+				reflect.Copy(v, scratch)
+			} else {
+				v.Set(reflect.MakeSlice(t, 0, 0))
+			}
 			s.leave()
 		}
 		scratch.Clear()

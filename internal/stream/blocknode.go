@@ -222,7 +222,7 @@ func (p *blockParser) entries(indent int, each func(string, BlockNode) bool) boo
 		}
 		p.count(len(key))
 		if len(rest) > 0 {
-			if !p.inline(rest) || !p.next() {
+			if !p.inline(rest, true) || !p.next() {
 				return false
 			}
 		} else {
@@ -275,7 +275,7 @@ func (p *blockParser) items(indent int, each func(BlockNode) bool) bool {
 				p.kind, p.col = blockMapping, p.indent
 				break
 			}
-			if !p.inline(rest) || !p.next() {
+			if !p.inline(rest, false) || !p.next() {
 				return false
 			}
 		}

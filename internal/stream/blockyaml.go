@@ -3,7 +3,10 @@ package stream
 // This file defines parseBlockYAML, a parser of the plain subset of YAML most manifests are
 // written in, which yamlToUntyped tries before the YAML library.
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // parseBlockYAML parses doc, a YAML document whose root is a block mapping at column 0, into
 // the untyped JSON data yamlToUntyped returns, if doc keeps to a plain subset of YAML; it
@@ -14,7 +17,8 @@ import "bytes"
 //   - printable ASCII text, lines ended by \n, no tabs;
 //   - block mappings and block sequences, with a sequence's "- " at its key's column or
 //     further in, and a mapping started on the line of its "- ";
-//   - keys of letters, digits and "_-./" that resolve to strings, each once in its mapping;
+//   - keys of letters, digits and "_-./" that resolve to strings, each once in its mapping,
+//     of at most 1000 bytes;
 //   - values on their key's line: plain scalars of one line that resolve to strings (never
 //     yes, no, on, off, y, n, true, false, null and their capitalised forms, which it reads as
 //     bools and null; nor anything that might be a number, timestamp or float but a decimal
@@ -70,10 +74,8 @@ func (p *blockParser) next() bool {
 		} else {
 			p.text = nil
 		}
-		for _, c := range line {
-			if c < ' ' || c > '~' {
-				return false
-			}
+		if !printable(line) {
+			return false
 		}
 		n := 0
 		for n < len(line) && line[n] == ' ' {
@@ -86,6 +88,26 @@ func (p *blockParser) next() bool {
 		return true
 	}
 	p.eof, p.content = true, nil
+	return true
+}
+
+// printable reports whether line is all printable ASCII, " " to "~". It tests eight bytes
+// at a time: a word has a byte outside that range if one has its high bit set, or gets it
+// by adding 1 (0x7f) or by subtracting 0x20 (below " "), which no other byte can make it
+// do by a carry or borrow.
+func printable(line []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; len(line) >= 8; line = line[8:] {
+		w := binary.LittleEndian.Uint64(line)
+		if (w|(w+ones)|(w-' '*ones)&^w)&highs != 0 {
+			return false
+		}
+	}
+	for _, c := range line {
+		if c < ' ' || c > '~' {
+			return false
+		}
+	}
 	return true
 }
 
@@ -114,13 +136,10 @@ func isSeqEntry(content []byte) bool {
 // after it, without a comment; ok is false if content is not such a key and value.
 func (p *blockParser) splitKey(content []byte) (key string, rest []byte, ok bool) {
 	i := 0
-	for ; i < len(content); i++ {
-		c := content[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '/' || c == '.' || c == '-') {
-			break
-		}
+	for i < len(content) && keyByte[content[i]] {
+		i++
 	}
-	if i == 0 || i == len(content) || content[i] != ':' || i+1 < len(content) && content[i+1] != ' ' {
+	if i == 0 || i > maxKey || i == len(content) || content[i] != ':' || i+1 < len(content) && content[i+1] != ' ' {
 		return "", nil, false
 	}
 	k := content[:i]
@@ -131,19 +150,64 @@ func (p *blockParser) splitKey(content []byte) (key string, rest []byte, ok bool
 	return p.str(k), rest, true
 }
 
+// maxKey bounds the length of a key splitKey takes. The YAML library refuses an implicit key
+// longer than 1024 characters; the longest key Kubernetes allows, a label's or an
+// annotation's, has 317.
+const maxKey = 1000
+
+// keyByte holds the bytes of a plain key: letters, digits and "_-./".
+var keyByte = func() (t [256]bool) {
+	for _, c := range []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./") {
+		t[c] = true
+	}
+	return t
+}()
+
 // trimComment returns text without its leading and trailing spaces and a comment (" #"
 // and what follows) at its end. Only for text without quotes: it does not know of strings.
 func trimComment(text []byte) []byte {
-	if i := bytes.Index(text, []byte(" #")); i >= 0 {
+	if i := indexPair(text, ' ', '#'); i >= 0 {
 		text = text[:i]
 	}
-	return bytes.Trim(text, " ")
+	return trimSpaces(text)
+}
+
+// indexPair returns the index of the first a followed by b in text, or -1: bytes.Index for
+// a text of two bytes, without its setup, which costs more than the search on a short line.
+func indexPair(text []byte, a, b byte) int {
+	for i := 0; i+1 < len(text); i++ {
+		j := bytes.IndexByte(text[i+1:], b)
+		if j < 0 {
+			return -1
+		}
+		if i += j; text[i] == a {
+			return i
+		}
+	}
+	return -1
+}
+
+// trimSpaces returns text without its leading and trailing spaces.
+func trimSpaces(text []byte) []byte {
+	for len(text) > 0 && text[0] == ' ' {
+		text = text[1:]
+	}
+	for len(text) > 0 && text[len(text)-1] == ' ' {
+		text = text[:len(text)-1]
+	}
+	return text
 }
 
 // inline reads a value on its key's or dash's line, rest, without its leading spaces: it
 // makes the current node a scalar, which it resolves and counts, or a flow collection, which
-// the node's reader reads.
-func (p *blockParser) inline(rest []byte) bool {
+// the node's reader reads. If trimmed, rest is trimComment's already, as splitKey returns it.
+func (p *blockParser) inline(rest []byte, trimmed bool) bool {
+	if !trimmed && rest[0] != '"' && rest[0] != '\'' {
+		rest = trimComment(rest)
+		if len(rest) == 0 {
+			return false
+		}
+	}
 	switch rest[0] {
 	case '"', '\'':
 		s, after, ok := p.quotedScalar(rest)
@@ -154,14 +218,14 @@ func (p *blockParser) inline(rest []byte) bool {
 		p.kind, p.val = scalarNode, scalar{kind: stringScalar, text: s}
 		return true
 	case '[':
-		p.kind, p.flow = flowSequence, trimComment(rest)
+		p.kind, p.flow = flowSequence, rest
 		return true
 	case '{':
-		p.kind, p.flow = flowMapping, trimComment(rest)
+		p.kind, p.flow = flowMapping, rest
 		return true
 	}
-	plain := trimComment(rest)
-	if len(plain) == 0 || isSeqEntry(plain) || bytes.Contains(plain, []byte(": ")) || plain[len(plain)-1] == ':' {
+	plain := rest
+	if len(plain) == 0 || isSeqEntry(plain) || indexPair(plain, ':', ' ') >= 0 || plain[len(plain)-1] == ':' {
 		return false
 	}
 	p.kind, p.val = scalarNode, p.resolve(plain)

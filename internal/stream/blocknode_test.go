@@ -1,0 +1,90 @@
+package stream
+
+import (
+	"bytes"
+	"math"
+	"testing"
+)
+
+// TestPrintable checks printable, which tests eight bytes at a time, against a byte-by-byte
+// test, with every byte at every place of lines of several lengths.
+func TestPrintable(t *testing.T) {
+	for n := 1; n <= 17; n++ {
+		for i := 0; i < n; i++ {
+			for c := 0; c < 256; c++ {
+				line := bytes.Repeat([]byte("a"), n)
+				line[i] = byte(c)
+				want := c >= ' ' && c <= '~'
+				if got := printable(line); got != want {
+					t.Errorf("printable(%q) = %v, want %v", line, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestIndexPair checks indexPair against bytes.Index.
+func TestIndexPair(t *testing.T) {
+	for _, text := range []string{"", " ", "#", " #", "a #", "a# #", "##  #", "a#b", "a: b", "::", "a:b: c", "x  "} {
+		for _, pair := range []string{" #", ": "} {
+			if got, want := indexPair([]byte(text), pair[0], pair[1]), bytes.Index([]byte(text), []byte(pair)); got != want {
+				t.Errorf("indexPair(%q, %q) = %d, want %d", text, pair, got, want)
+			}
+		}
+	}
+}
+
+// TestBlockNodeTurns checks that ReadBlockYAML declines a document whose reader leaves a
+// node unread or reads one out of turn, and that a node reads only as its kind.
+func TestBlockNodeTurns(t *testing.T) {
+	doc := []byte("a: b\nc:\n  d: [1, x]\ne:\n- f\n")
+	for name, read := range map[string]func(BlockNode) bool{
+		"root unread": func(BlockNode) bool { return true },
+		"value unread": func(root BlockNode) bool {
+			return root.Entries(func(string, BlockNode) bool { return true })
+		},
+		"read twice": func(root BlockNode) bool {
+			return root.Entries(func(_ string, v BlockNode) bool {
+				_, ok := v.Untyped()
+				_, again := v.Untyped()
+				return ok && again
+			})
+		},
+		"read late": func(root BlockNode) bool {
+			var first BlockNode
+			n := 0
+			return root.Entries(func(_ string, v BlockNode) bool {
+				if n++; n == 1 {
+					first = v
+					return true
+				}
+				_, ok := first.Untyped()
+				return ok
+			})
+		},
+	} {
+		if ReadBlockYAML(doc, math.MaxInt64, read) {
+			t.Errorf("%s: ReadBlockYAML takes it", name)
+		}
+	}
+	kinds := map[string]BlockKind{}
+	ok := ReadBlockYAML(doc, math.MaxInt64, func(root BlockNode) bool {
+		return root.Entries(func(key string, v BlockNode) bool {
+			kinds[key] = v.Kind()
+			if _, isScalar := v.Scalar(); isScalar != (v.Kind() == BlockScalar) {
+				return false
+			}
+			if v.Kind() == BlockScalar {
+				return !v.Items(func(BlockNode) bool { return true })
+			}
+			if _, isString := v.Str(); isString || v.Null() {
+				return false
+			}
+			_, ok := v.Untyped()
+			return ok
+		})
+	})
+	if !ok || kinds["a"] != BlockScalar || kinds["c"] != BlockMapping || kinds["e"] != BlockSequence {
+		t.Errorf("ReadBlockYAML: %v, kinds %v", ok, kinds)
+	}
+}
