@@ -18,14 +18,18 @@ import (
 // without reading the node: then Parse reads doc with the YAML library, which alone decides
 // its errors. When it reports true, the nodes read are those of the data Parse gives, so that
 // a reader may build anything from them that it would build from that data.
+//
+// It takes only texts that [Document.Parse] would give parseBlockYAML, those oneDocument
+// takes: the parser refuses their other bytes and lines as it comes to them, and the first
+// line of the root must be one isKeyLine takes.
 func ReadBlockYAML(doc []byte, limit int64, read func(root BlockNode) bool) bool {
-	return oneDocument(doc) && readBlock(doc, limit, read)
+	return readBlock(doc, limit, read)
 }
 
-// readBlock is ReadBlockYAML for a text that holds one document.
+// readBlock is ReadBlockYAML, which parseBlockYAML shares.
 func readBlock(doc []byte, limit int64, read func(root BlockNode) bool) bool {
 	p := &blockParser{doc: doc, text: doc, left: limit}
-	if !p.next() || p.eof || p.indent != 0 || isSeqEntry(p.content) {
+	if !p.next() || p.eof || p.indent != 0 || !isKeyLine(p.content) {
 		return false
 	}
 	p.kind, p.col = blockMapping, 0

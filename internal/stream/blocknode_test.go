@@ -3,6 +3,7 @@ package stream
 import (
 	"bytes"
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -86,5 +87,30 @@ func TestBlockNodeTurns(t *testing.T) {
 	})
 	if !ok || kinds["a"] != BlockScalar || kinds["c"] != BlockMapping || kinds["e"] != BlockSequence {
 		t.Errorf("ReadBlockYAML: %v, kinds %v", ok, kinds)
+	}
+}
+
+// TestReadBlockYAMLOneDocument checks that ReadBlockYAML, which does not call oneDocument,
+// takes only texts that oneDocument takes, and reads them as parseBlockYAML does.
+func TestReadBlockYAMLOneDocument(t *testing.T) {
+	docs := append(blockSeeds(t), "...k: v\n", "a: 1\n...k: v\n", "-k: 1\n", ".k: 1\n", "a: 1\n%x: 2\n",
+		"a: b\n...\n", "a: b\n... # c\n", "%YAML 1.1\n---\na: b\n", "a: b\r\n", "# c\n  a: b\n")
+	for _, doc := range docs {
+		var got any
+		took := ReadBlockYAML([]byte(doc), math.MaxInt64, func(root BlockNode) (ok bool) {
+			got, ok = root.Untyped()
+			return ok
+		})
+		if !took {
+			continue
+		}
+		if !oneDocument([]byte(doc)) {
+			t.Errorf("%q: ReadBlockYAML takes a text that oneDocument refuses", doc)
+			continue
+		}
+		want, ok := parseBlockYAML([]byte(doc), math.MaxInt64)
+		if !ok || !reflect.DeepEqual(want, got) {
+			t.Errorf("%q: ReadBlockYAML reads %v, parseBlockYAML %v (%v)", doc, got, want, ok)
+		}
 	}
 }

@@ -65,7 +65,8 @@ type blockParser struct {
 }
 
 // next moves to the next line that is not blank or a comment. It reports false for a line
-// the parser does not take: one with a byte that is not printable ASCII.
+// the parser does not take: one with a byte that is not printable ASCII, or one that starts
+// with "%" or "...", which a document of one mapping cannot hold.
 func (p *blockParser) next() bool {
 	for len(p.text) > 0 {
 		line := p.text
@@ -74,8 +75,8 @@ func (p *blockParser) next() bool {
 		} else {
 			p.text = nil
 		}
-		if !printable(line) {
-			return false
+		if !printable(line) || len(line) > 0 && (line[0] == '%' || bytes.HasPrefix(line, []byte("..."))) {
+			return false // not ASCII, \r, a directive or an end of the document: see oneDocument
 		}
 		n := 0
 		for n < len(line) && line[n] == ' ' {
