@@ -7,20 +7,27 @@ import (
 	"testing"
 )
 
-// TestPrintable checks printable, which tests eight bytes at a time, against a byte-by-byte
-// test, with every byte at every place of lines of several lengths.
-func TestPrintable(t *testing.T) {
+// TestCutLine checks cutLine, which tests eight bytes at a time, against a byte-by-byte
+// search, with every byte at every place of texts of several lengths.
+func TestCutLine(t *testing.T) {
 	for n := 1; n <= 17; n++ {
 		for i := 0; i < n; i++ {
 			for c := 0; c < 256; c++ {
-				line := bytes.Repeat([]byte("a"), n)
-				line[i] = byte(c)
-				want := c >= ' ' && c <= '~'
-				if got := printable(line); got != want {
-					t.Errorf("printable(%q) = %v, want %v", line, got, want)
+				text := bytes.Repeat([]byte("a"), n)
+				text[i] = byte(c)
+				wantLine, wantRest, wantOK := text, []byte(nil), true
+				if c < ' ' || c > '~' {
+					wantLine, wantRest, wantOK = text[:i], text[i+1:], c == '\n'
+				}
+				line, rest, ok := cutLine(text)
+				if !bytes.Equal(line, wantLine) || !bytes.Equal(rest, wantRest) || ok != wantOK {
+					t.Errorf("cutLine(%q) = %q, %q, %v, want %q, %q, %v", text, line, rest, ok, wantLine, wantRest, wantOK)
 				}
 			}
 		}
+	}
+	if line, rest, ok := cutLine([]byte("ab\n\x00")); string(line) != "ab" || string(rest) != "\x00" || !ok {
+		t.Errorf("cutLine(\"ab\\n\\x00\") = %q, %q, %v", line, rest, ok)
 	}
 }
 

@@ -6,6 +6,7 @@ package stream
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 )
 
 // parseBlockYAML parses doc, a YAML document whose root is a block mapping at column 0, into
@@ -69,13 +70,9 @@ type blockParser struct {
 // with "%" or "...", which a document of one mapping cannot hold.
 func (p *blockParser) next() bool {
 	for len(p.text) > 0 {
-		line := p.text
-		if i := bytes.IndexByte(line, '\n'); i >= 0 {
-			line, p.text = line[:i], line[i+1:]
-		} else {
-			p.text = nil
-		}
-		if !printable(line) || len(line) > 0 && (line[0] == '%' || bytes.HasPrefix(line, []byte("..."))) {
+		var line []byte
+		var ok bool
+		if line, p.text, ok = cutLine(p.text); !ok || len(line) > 0 && (line[0] == '%' || bytes.HasPrefix(line, []byte("..."))) {
 			return false // not ASCII, \r, a directive or an end of the document: see oneDocument
 		}
 		n := 0
@@ -92,24 +89,28 @@ func (p *blockParser) next() bool {
 	return true
 }
 
-// printable reports whether line is all printable ASCII, " " to "~". It tests eight bytes
-// at a time: a word has a byte outside that range if one has its high bit set, or gets it
-// by adding 1 (0x7f) or by subtracting 0x20 (below " "), which no other byte can make it
-// do by a carry or borrow.
-func printable(line []byte) bool {
+// cutLine returns the first line of text, without its \n, and the text after it; ok is
+// false if the line has a byte that is not printable ASCII, " " to "~". It tests eight bytes
+// at a time: a word has a byte outside that range, \n among them, if one has its high bit
+// set, or gets it by adding 1 (0x7f) or by subtracting 0x20 (below " "); no byte gets it by
+// a carry or a borrow but from a lower byte that is outside the range itself, so that the
+// lowest byte that gets it is the first outside the range.
+func cutLine(text []byte) (line, rest []byte, ok bool) {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for ; len(line) >= 8; line = line[8:] {
-		w := binary.LittleEndian.Uint64(line)
-		if (w|(w+ones)|(w-' '*ones)&^w)&highs != 0 {
-			return false
+	i := 0
+	for ; i+8 <= len(text); i += 8 {
+		w := binary.LittleEndian.Uint64(text[i:])
+		if m := (w | (w + ones) | (w-' '*ones)&^w) & highs; m != 0 {
+			i += bits.TrailingZeros64(m) / 8
+			return text[:i], text[i+1:], text[i] == '\n'
 		}
 	}
-	for _, c := range line {
-		if c < ' ' || c > '~' {
-			return false
+	for ; i < len(text); i++ {
+		if c := text[i]; c < ' ' || c > '~' {
+			return text[:i], text[i+1:], c == '\n'
 		}
 	}
-	return true
+	return text, nil, true
 }
 
 // str returns b as a string: a part of p.all if b is a part of p.doc, so that the strings
