@@ -121,3 +121,16 @@ func TestReadBlockYAMLOneDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockYAMLSigns checks that parseBlockYAML reads plain scalars that start with a sign
+// as sigs.k8s.io/yaml does, and takes those that cannot be numbers, as command-line flags.
+func TestBlockYAMLSigns(t *testing.T) {
+	for _, v := range []string{"-c", "-i", "-p", "-o", "-x", "+x", "--", "-+1", "+-1", "-_1", "+_1", "-.5", "-.inf", "+.inf",
+		"-0b1", "-0x1F", "-1e3", "-1_000", "-e", "-E1", "-n", "-N", "-y", "-Y", "-nan", "-inf", "-Infinity", "-0o7", "-1.5.2"} {
+		doc := []byte("a: " + v + "\nb: [" + v + "]\nc:\n- " + v + "\n")
+		checkBlockYAML(t, doc)
+		if _, ok := parseBlockYAML(doc, math.MaxInt64); !ok && len(v) > 1 && !numberAfterSign[v[1]] {
+			t.Errorf("%q: parseBlockYAML declines it", doc)
+		}
+	}
+}

@@ -285,6 +285,12 @@ func plainString(text []byte) (certain, isString bool) {
 		if len(text) > 4 && text[4] == '-' && isDigits(text[:4]) {
 			return false, true
 		}
+		if (c == '+' || c == '-') && len(text) > 1 && !numberAfterSign[text[1]] {
+			// An integer, a float the library parses and a special float (".inf") have a
+			// digit or "." after their sign, or "_", which the library drops: "-c" is a
+			// string.
+			return true, true
+		}
 		for _, c := range text {
 			if !numeric[c] {
 				return true, true
@@ -301,6 +307,15 @@ func plainString(text []byte) (certain, isString bool) {
 // those strconv.ParseInt (base 0), ParseUint and ParseFloat take, and "_".
 var numeric = func() (t [256]bool) {
 	for _, c := range []byte("0123456789abcdefABCDEFxXoObBpP_.+-iInNtTyY") {
+		t[c] = true
+	}
+	return t
+}()
+
+// numberAfterSign holds the characters that may follow the sign of a number: digits, "."
+// and "_".
+var numberAfterSign = func() (t [256]bool) {
+	for _, c := range []byte("0123456789._") {
 		t[c] = true
 	}
 	return t
