@@ -19,6 +19,7 @@ import (
 // reports false.
 type yamlDecoder func(s *fastState, n stream.BlockNode, v reflect.Value) bool
 
+// corePodType is the type DecodePodYAML decodes into.
 var corePodType = reflect.TypeFor[corev1.Pod]()
 
 // DecodePodYAML decodes doc, the YAML text of a pod document, into the pod and defaults that
@@ -52,6 +53,7 @@ func (ft *fastType) viaUntyped(s *fastState, n stream.BlockNode, v reflect.Value
 	return ok && ft.dec(s, x, v)
 }
 
+// yamlDecline is fastDecline's yamlDecoder: it declines every node.
 func yamlDecline(*fastState, stream.BlockNode, reflect.Value) bool { return false }
 
 // yamlString is fastString's yamlDecoder, which saves putting each string in an interface.

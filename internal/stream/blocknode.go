@@ -23,11 +23,6 @@ import (
 // takes: the parser refuses their other bytes and lines as it comes to them, and the first
 // line of the root must be one isKeyLine takes.
 func ReadBlockYAML(doc []byte, limit int64, read func(root BlockNode) bool) bool {
-	return readBlock(doc, limit, read)
-}
-
-// readBlock is ReadBlockYAML, which parseBlockYAML shares.
-func readBlock(doc []byte, limit int64, read func(root BlockNode) bool) bool {
 	p := &blockParser{doc: doc, text: doc, left: limit}
 	if !p.next() || p.eof || p.indent != 0 || !isKeyLine(p.content) {
 		return false

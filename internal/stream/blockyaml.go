@@ -34,11 +34,11 @@ import (
 // of what it makes as the sizer does and declines past limit, where the library's path
 // reports the error.
 //
-// It builds the data with [BlockNode.Untyped] from the nodes that readBlock reads, which
-// readers of the text into other forms share (see [ReadBlockYAML]).
+// It builds the data with [BlockNode.Untyped] from the nodes that [ReadBlockYAML] reads,
+// which readers of the text into other forms share.
 func parseBlockYAML(doc []byte, limit int64) (any, bool) {
 	var v any
-	ok := readBlock(doc, limit, func(root BlockNode) (ok bool) {
+	ok := ReadBlockYAML(doc, limit, func(root BlockNode) (ok bool) {
 		v, ok = root.Untyped()
 		return ok
 	})
