@@ -234,6 +234,7 @@ type fastStruct struct {
 	slots  []int32 // 1 + the index in fields.list of the name at each slot, or 0 (see field)
 }
 
+// newFastStruct returns the fast decoders of the struct type t.
 func newFastStruct(t reflect.Type, making map[reflect.Type]*fastType) (fastDecoder, yamlDecoder) {
 	fs := &fastStruct{fields: cachedFields(t), noted: notedTypes[t]}
 	fs.types = make([]*fastType, len(fs.fields.list))
