@@ -39,19 +39,28 @@ func (p *pipeline) applyHere(ctx context.Context, b *batch) {
 	var docErr error
 	hasTemplates := false
 	for _, doc := range b.docs {
-		ok, err := doc.Parse()
-		if err != nil {
-			docErr = err
-			break
-		}
-		if ok && isPod(doc) {
-			pod, err := decodePod(doc)
-			if err != nil {
+		// A pod document in plain YAML, as most are, decodes from its text straight into
+		// the pod; any other document, or any problem, takes the way through its parsed
+		// value, which reports the errors.
+		pod, defaults, isText := decodePodText(doc)
+		ok := isText
+		if !isText {
+			var err error
+			if ok, err = doc.Parse(); err != nil {
 				docErr = err
 				break
 			}
+			if ok && isPod(doc) {
+				if pod, err = decodePod(doc); err != nil {
+					docErr = err
+					break
+				}
+				defaults = convert.PodDefaultsOf(doc.Object)
+			}
+		}
+		if pod != nil {
 			pods = append(pods, pod)
-			units = append(units, unit{doc: len(docs), defaults: convert.PodDefaultsOf(doc.Object)})
+			units = append(units, unit{doc: len(docs), defaults: defaults})
 			envs = append(envs, p.env)
 			// From here on the pod stands for the document's content; drop the parsed
 			// value, which is several times its size, and the text unless it may be
@@ -242,6 +251,17 @@ func encodeObject(obj any, format string) ([]byte, error) {
 func isPod(doc *stream.Document) bool {
 	apiVersion, kind := doc.Kind()
 	return kind == "Pod" && apiVersion == "v1"
+}
+
+// decodePodText decodes a YAML pod document that is not parsed yet from its text, with
+// convert.DecodePodYAML, and returns the pod and the defaults its document held; ok is false
+// for any other document, and for any the fast path declines, which Parse and decodePod read.
+func decodePodText(doc *stream.Document) (pod *corev1.Pod, d *convert.PodDefaults, ok bool) {
+	raw, limit, ok := doc.Text()
+	if !ok {
+		return nil, nil, false
+	}
+	return convert.DecodePodYAML(raw, limit)
 }
 
 // decodePod decodes a Pod document strictly, reporting every problem with its field path.

@@ -15,7 +15,10 @@
 //
 // To decode the untyped data of a YAML or JSON document into a pod, use [DecodePod]. It
 // decodes a valid pod straight from the untyped data, and goes through Starlark values and
-// Decode only for a pod with errors, or with values its fast path leaves to Decode.
+// Decode only for a pod with errors, or with values its fast path leaves to Decode. To
+// decode a pod document's YAML text before it is parsed, try [DecodePodYAML], which reads
+// the text straight into the pod and its [PodDefaults] when it is plain, and otherwise
+// declines, leaving the text to stream.Document.Parse, DecodePod and PodDefaultsOf.
 //
 // Both directions use per-type tables of struct fields, computed once per Go type and cached,
 // so converting many objects of the same type costs no reflection over struct tags.

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -177,4 +178,64 @@ func (d *PodDefaults) MarshalIndent(pod *corev1.Pod, prefix, indent string) ([]b
 func isEmptyMap(v any) bool {
 	m, ok := v.(map[string]any)
 	return ok && len(m) == 0
+}
+
+// A noted is a struct type whose YAML decoder passes its keys to a defaultNotes.
+type noted uint8
+
+const (
+	notNoted noted = iota
+	notedPod
+	notedSpec
+	notedContainer // a Container or an EphemeralContainer
+)
+
+// notedTypes are the struct types whose YAML decoders pass their keys to a defaultNotes: a
+// pod, its spec and its containers.
+var notedTypes = map[reflect.Type]noted{
+	corePodType:                                  notedPod,
+	reflect.TypeFor[corev1.PodSpec]():            notedSpec,
+	reflect.TypeFor[corev1.Container]():          notedContainer,
+	reflect.TypeFor[corev1.EphemeralContainer](): notedContainer,
+}
+
+// defaultNotes records the PodDefaults of a pod document as DecodePodYAML decodes it, for
+// the same PodDefaults that PodDefaultsOf records from the document's untyped data: the
+// decoders of notedTypes pass it each key of theirs as they come to it and each container
+// when it is done.
+type defaultNotes struct {
+	d         PodDefaults
+	list      string // the key of the pod spec being decoded: the list of a container
+	resources bool   // whether the container being decoded held resources
+}
+
+// key notes that the document holds key in the mapping of a struct of type t.
+func (n *defaultNotes) key(t noted, key string) {
+	switch t {
+	case notedPod:
+		n.d.status = n.d.status || key == "status"
+	case notedSpec:
+		n.list = key
+	case notedContainer:
+		n.resources = n.resources || key == "resources"
+	}
+}
+
+// end notes that the container v has been decoded.
+func (n *defaultNotes) end(v reflect.Value) {
+	if !n.resources {
+		return
+	}
+	var name string
+	switch c := v.Addr().Interface().(type) {
+	case *corev1.Container:
+		name = c.Name
+	case *corev1.EphemeralContainer:
+		name = c.Name
+	}
+	if n.d.resources == nil {
+		n.d.resources = make(map[string]bool)
+	}
+	n.d.resources[n.list+"/"+name] = true
+	n.resources = false
 }

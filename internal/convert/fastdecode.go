@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strconv"
@@ -34,18 +35,22 @@ const fastMaxDepth = 100
 // handle, leaving v partly set: the caller then decodes x the slow way, for its errors.
 type fastDecoder func(s *fastState, x any, v reflect.Value) bool
 
-// fastState is the state of one fast decoding: the nesting depth and scratch space for
-// the JSON text passed to UnmarshalJSON methods.
+// fastState is the state of one fast decoding: the nesting depth, scratch space for the JSON
+// text passed to UnmarshalJSON methods and, in the decoding of a pod's YAML, the defaults it
+// holds.
 type fastState struct {
 	depth int
 	buf   []byte
 	space [64]byte
+	notes *defaultNotes
 }
 
-// A fastType holds the fast decoder of one type. Decoders of composite types call those of
-// their parts through it, so that a recursive type refers to its own fastType.
+// A fastType holds the fast decoders of one type: of its untyped data, and of its YAML text
+// (see yamlDecoder). Decoders of composite types call those of their parts through it, so
+// that a recursive type refers to its own fastType.
 type fastType struct {
-	dec fastDecoder
+	dec  fastDecoder
+	yaml yamlDecoder
 }
 
 var (
@@ -87,36 +92,40 @@ func makeFastType(t reflect.Type, making map[reflect.Type]*fastType) *fastType {
 	}
 	ft := new(fastType)
 	making[t] = ft
-	ft.dec = newFastDecoder(t, making)
+	ft.dec, ft.yaml = newFastDecoder(t, making)
+	if ft.yaml == nil {
+		ft.yaml = ft.viaUntyped
+	}
 	return ft
 }
 
-// newFastDecoder returns the fast decoder of t. It follows the choices of newTypeDecoder,
-// and declines all data for the types it does not handle.
-func newFastDecoder(t reflect.Type, making map[reflect.Type]*fastType) fastDecoder {
+// newFastDecoder returns the fast decoders of t: of untyped data, and of YAML nodes, or nil
+// for the types whose nodes it decodes through their untyped data (scalars). It follows the
+// choices of newTypeDecoder, and declines all data for the types it does not handle.
+func newFastDecoder(t reflect.Type, making map[reflect.Type]*fastType) (fastDecoder, yamlDecoder) {
 	if t == quantityType {
-		return fastQuantity
+		return fastQuantity, nil
 	}
 	if t.Kind() != reflect.Pointer {
 		if reflect.PointerTo(t).Implements(unmarshalerType) {
 			if t == intOrStringType {
-				return fastIntOrString
+				return fastIntOrString, nil
 			}
-			return fastUnmarshaler
+			return fastUnmarshaler, nil
 		}
 		if reflect.PointerTo(t).Implements(textUnmarshalerType) {
-			return fastDecline
+			return fastDecline, nil
 		}
 	}
 	switch t.Kind() {
 	case reflect.Bool:
-		return fastBool
+		return fastBool, nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return fastInt
+		return fastInt, nil
 	case reflect.Float64:
-		return fastFloat64
+		return fastFloat64, nil
 	case reflect.String:
-		return fastString
+		return fastString, yamlString
 	case reflect.Struct:
 		return newFastStruct(t, making)
 	case reflect.Map:
@@ -127,7 +136,7 @@ func newFastDecoder(t reflect.Type, making map[reflect.Type]*fastType) fastDecod
 		return newFastPtr(t, making)
 	}
 	// Unsigned ints, float32, interfaces, arrays and the rest: not in pods.
-	return fastDecline
+	return fastDecline, nil
 }
 
 func fastDecline(*fastState, any, reflect.Value) bool { return false }
@@ -217,23 +226,35 @@ func numberInt(s string) (int64, bool) {
 	return i, ok && !isFloat
 }
 
+// A fastStruct decodes a struct type by its fields' decoders.
 type fastStruct struct {
 	fields *structFields
 	types  []*fastType
+	noted  noted   // whether its YAML decoder passes its keys to the state's defaultNotes
+	slots  []int32 // 1 + the index in fields.list of the name at each slot, or 0 (see field)
 }
 
-func newFastStruct(t reflect.Type, making map[reflect.Type]*fastType) fastDecoder {
-	fs := &fastStruct{fields: cachedFields(t)}
+// newFastStruct returns the fast decoders of the struct type t.
+func newFastStruct(t reflect.Type, making map[reflect.Type]*fastType) (fastDecoder, yamlDecoder) {
+	fs := &fastStruct{fields: cachedFields(t), noted: notedTypes[t]}
 	fs.types = make([]*fastType, len(fs.fields.list))
+	fs.slots = make([]int32, 4<<bits.Len(uint(len(fs.fields.list))))
+	for i := range fs.fields.list {
+		h := fieldHash(fs.fields.list[i].name)
+		for fs.slots[h&uint32(len(fs.slots)-1)] != 0 {
+			h++
+		}
+		fs.slots[h&uint32(len(fs.slots)-1)] = int32(i + 1)
+	}
 	for i := range fs.fields.list {
 		f := &fs.fields.list[i]
 		if f.quoted && !hasJSONMethods(f.typ) {
-			fs.types[i] = &fastType{dec: fastDecline}
+			fs.types[i] = &fastType{dec: fastDecline, yaml: yamlDecline}
 		} else {
 			fs.types[i] = makeFastType(f.typ, making)
 		}
 	}
-	return fs.decode
+	return fs.decode, fs.decodeYAML
 }
 
 func (fs *fastStruct) decode(s *fastState, x any, v reflect.Value) bool {
@@ -245,23 +266,45 @@ func (fs *fastStruct) decode(s *fastState, x any, v reflect.Value) bool {
 		return false
 	}
 	for k, e := range m {
-		i, ok := fs.fields.byName[k]
-		if !ok {
-			return false
-		}
-		f := &fs.fields.list[i]
-		var fv reflect.Value
-		if len(f.index) == 1 {
-			fv = v.Field(f.index[0])
-		} else if fv, ok = fastFieldByIndex(v, f.index); !ok {
-			return false
-		}
-		if !fs.types[i].dec(s, e, fv) {
+		i, fv, ok := fs.field(v, k)
+		if !ok || !fs.types[i].dec(s, e, fv) {
 			return false
 		}
 	}
 	s.leave()
 	return true
+}
+
+// field returns the field of struct v named key and its index in fs.fields.list; ok is
+// false if no field has that name. It finds the name in fs.slots, a hash table of at most a
+// quarter of its slots full with linear probing, which costs less than a map's lookup.
+func (fs *fastStruct) field(v reflect.Value, key string) (i int, fv reflect.Value, ok bool) {
+	mask := uint32(len(fs.slots) - 1)
+	for h := fieldHash(key); ; h++ {
+		j := fs.slots[h&mask]
+		if j == 0 {
+			return 0, reflect.Value{}, false
+		}
+		if i = int(j - 1); fs.fields.list[i].name == key {
+			break
+		}
+	}
+	f := &fs.fields.list[i]
+	if len(f.index) == 1 {
+		return i, v.Field(f.index[0]), true
+	}
+	fv, ok = fastFieldByIndex(v, f.index)
+	return i, fv, ok
+}
+
+// fieldHash returns the hash of a field's name for fastStruct.slots: of its length and
+// three of its bytes, which tell the fields of a struct apart well enough.
+func fieldHash(name string) uint32 {
+	n := len(name)
+	if n == 0 {
+		return 0
+	}
+	return (uint32(n)*31+uint32(name[0]))*31 + uint32(name[n/2])*7 + uint32(name[n-1])
 }
 
 // fastFieldByIndex returns the field of struct v at index, allocating nil embedded pointers
@@ -282,16 +325,16 @@ func fastFieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
 	return v, true
 }
 
-func newFastMap(t reflect.Type, making map[reflect.Type]*fastType) fastDecoder {
+func newFastMap(t reflect.Type, making map[reflect.Type]*fastType) (fastDecoder, yamlDecoder) {
 	if t == stringMapType {
-		return fastStringMap
+		return fastStringMap, yamlStringMap
 	}
 	kt := t.Key()
 	if reflect.PointerTo(kt).Implements(textUnmarshalerType) || kt.Kind() != reflect.String {
-		return fastDecline
+		return fastDecline, nil
 	}
 	et := makeFastType(t.Elem(), making)
-	return func(s *fastState, x any, v reflect.Value) bool {
+	dec := func(s *fastState, x any, v reflect.Value) bool {
 		m, ok := x.(map[string]any)
 		if !ok {
 			return x == nil
@@ -314,6 +357,7 @@ func newFastMap(t reflect.Type, making map[reflect.Type]*fastType) fastDecoder {
 		s.leave()
 		return true
 	}
+	return dec, yamlMap(t, et)
 }
 
 func fastStringMap(_ *fastState, x any, v reflect.Value) bool {
@@ -336,10 +380,10 @@ func fastStringMap(_ *fastState, x any, v reflect.Value) bool {
 	return true
 }
 
-func newFastSlice(t reflect.Type, making map[reflect.Type]*fastType) fastDecoder {
+func newFastSlice(t reflect.Type, making map[reflect.Type]*fastType) (fastDecoder, yamlDecoder) {
 	et := makeFastType(t.Elem(), making)
 	isBytes := t.Elem().Kind() == reflect.Uint8
-	return func(s *fastState, x any, v reflect.Value) bool {
+	dec := func(s *fastState, x any, v reflect.Value) bool {
 		switch x := x.(type) {
 		case []any:
 			if !s.enter() {
@@ -371,11 +415,12 @@ func newFastSlice(t reflect.Type, making map[reflect.Type]*fastType) fastDecoder
 		}
 		return false
 	}
+	return dec, yamlSlice(t, et, dec)
 }
 
-func newFastPtr(t reflect.Type, making map[reflect.Type]*fastType) fastDecoder {
+func newFastPtr(t reflect.Type, making map[reflect.Type]*fastType) (fastDecoder, yamlDecoder) {
 	et := makeFastType(t.Elem(), making)
-	return func(s *fastState, x any, v reflect.Value) bool {
+	dec := func(s *fastState, x any, v reflect.Value) bool {
 		if x == nil {
 			return true
 		}
@@ -386,6 +431,7 @@ func newFastPtr(t reflect.Type, making map[reflect.Type]*fastType) fastDecoder {
 		v.Set(p)
 		return true
 	}
+	return dec, yamlPtr(t, et)
 }
 
 var intOrStringType = reflect.TypeFor[intstr.IntOrString]()

@@ -5,7 +5,8 @@ package stream
 
 import (
 	"bytes"
-	"encoding/json"
+	"encoding/binary"
+	"math/bits"
 )
 
 // parseBlockYAML parses doc, a YAML document whose root is a block mapping at column 0, into
@@ -17,7 +18,8 @@ import (
 //   - printable ASCII text, lines ended by \n, no tabs;
 //   - block mappings and block sequences, with a sequence's "- " at its key's column or
 //     further in, and a mapping started on the line of its "- ";
-//   - keys of letters, digits and "_-./" that resolve to strings, each once in its mapping;
+//   - keys of letters, digits and "_-./" that resolve to strings, each once in its mapping,
+//     of at most 1000 bytes;
 //   - values on their key's line: plain scalars of one line that resolve to strings (never
 //     yes, no, on, off, y, n, true, false, null and their capitalised forms, which it reads as
 //     bools and null; nor anything that might be a number, timestamp or float but a decimal
@@ -31,16 +33,16 @@ import (
 // which FuzzBlockYAML checks against sigs.k8s.io/yaml on the fuzz corpora. It counts the size
 // of what it makes as the sizer does and declines past limit, where the library's path
 // reports the error.
+//
+// It builds the data with [BlockNode.Untyped] from the nodes that [ReadBlockYAML] reads,
+// which readers of the text into other forms share.
 func parseBlockYAML(doc []byte, limit int64) (any, bool) {
-	p := blockParser{doc: doc, text: doc, left: limit}
-	if !p.next() || p.eof || p.indent != 0 || isSeqEntry(p.content) {
-		return nil, false
-	}
-	m, ok := p.mapping(0)
-	if !ok || !p.eof || p.left < 0 {
-		return nil, false
-	}
-	return m, true
+	var v any
+	ok := ReadBlockYAML(doc, limit, func(root BlockNode) (ok bool) {
+		v, ok = root.Untyped()
+		return ok
+	})
+	return v, ok
 }
 
 // A blockParser reads a document line by line; the current line is the first of the rest
@@ -53,22 +55,25 @@ type blockParser struct {
 	content []byte // the current line from its indentation, without its end
 	eof     bool   // whether there is no current line
 	left    int64  // the size left, as the sizer counts it
+
+	// The node the parser has come to (see BlockNode): its kind, and what it knows of it.
+	kind  nodeKind
+	val   scalar // a scalar's value
+	flow  []byte // a flow collection's text
+	col   int    // the column of a block collection's keys or dashes
+	seq   int    // the number of nodes so far, the current one's
+	taken bool   // whether the current node has been read
 }
 
 // next moves to the next line that is not blank or a comment. It reports false for a line
-// the parser does not take: one with a byte that is not printable ASCII.
+// the parser does not take: one with a byte that is not printable ASCII, or one that starts
+// with "%" or "...", which a document of one mapping cannot hold.
 func (p *blockParser) next() bool {
 	for len(p.text) > 0 {
-		line := p.text
-		if i := bytes.IndexByte(line, '\n'); i >= 0 {
-			line, p.text = line[:i], line[i+1:]
-		} else {
-			p.text = nil
-		}
-		for _, c := range line {
-			if c < ' ' || c > '~' {
-				return false
-			}
+		var line []byte
+		var ok bool
+		if line, p.text, ok = cutLine(p.text); !ok || len(line) > 0 && (line[0] == '%' || bytes.HasPrefix(line, []byte("..."))) {
+			return false // not ASCII, \r, a directive or an end of the document: see oneDocument
 		}
 		n := 0
 		for n < len(line) && line[n] == ' ' {
@@ -82,6 +87,30 @@ func (p *blockParser) next() bool {
 	}
 	p.eof, p.content = true, nil
 	return true
+}
+
+// cutLine returns the first line of text, without its \n, and the text after it; ok is
+// false if the line has a byte that is not printable ASCII, " " to "~". It tests eight bytes
+// at a time: a word has a byte outside that range, \n among them, if one has its high bit
+// set, or gets it by adding 1 (0x7f) or by subtracting 0x20 (below " "); no byte gets it by
+// a carry or a borrow but from a lower byte that is outside the range itself, so that the
+// lowest byte that gets it is the first outside the range.
+func cutLine(text []byte) (line, rest []byte, ok bool) {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(text); i += 8 {
+		w := binary.LittleEndian.Uint64(text[i:])
+		if m := (w | (w + ones) | (w-' '*ones)&^w) & highs; m != 0 {
+			i += bits.TrailingZeros64(m) / 8
+			return text[:i], text[i+1:], text[i] == '\n'
+		}
+	}
+	for ; i < len(text); i++ {
+		if c := text[i]; c < ' ' || c > '~' {
+			return text[:i], text[i+1:], c == '\n'
+		}
+	}
+	return text, nil, true
 }
 
 // str returns b as a string: a part of p.all if b is a part of p.doc, so that the strings
@@ -105,120 +134,14 @@ func isSeqEntry(content []byte) bool {
 	return len(content) > 0 && content[0] == '-' && (len(content) == 1 || content[1] == ' ')
 }
 
-// node parses the block node that starts at the current line, which is indented by more
-// than its parent's indentation.
-func (p *blockParser) node() (any, bool) {
-	if isSeqEntry(p.content) {
-		return p.sequence(p.indent)
-	}
-	return p.mapping(p.indent)
-}
-
-// mapping parses a block mapping whose keys stand at column indent, from the current line.
-func (p *blockParser) mapping(indent int) (any, bool) {
-	m := make(map[string]any)
-	p.count(1)
-	for !p.eof && p.indent == indent {
-		key, rest, ok := p.splitKey(p.content)
-		if !ok {
-			return nil, false
-		}
-		if _, dup := m[key]; dup {
-			return nil, false
-		}
-		p.count(len(key))
-		var v any
-		if len(rest) > 0 {
-			if v, ok = p.scalar(rest); !ok {
-				return nil, false
-			}
-			if !p.next() {
-				return nil, false
-			}
-		} else {
-			if !p.next() {
-				return nil, false
-			}
-			switch {
-			case !p.eof && p.indent > indent:
-				v, ok = p.node()
-			case !p.eof && p.indent == indent && isSeqEntry(p.content):
-				v, ok = p.sequence(indent)
-			default:
-				v, ok = nil, true
-				p.count(1)
-			}
-			if !ok {
-				return nil, false
-			}
-		}
-		m[key] = v
-	}
-	if !p.eof && p.indent > indent {
-		return nil, false // a continuation or a node the parser does not take
-	}
-	return m, true
-}
-
-// sequence parses a block sequence whose dashes stand at column indent, from the current line.
-func (p *blockParser) sequence(indent int) (any, bool) {
-	s := make([]any, 0, 4)
-	p.count(1)
-	for !p.eof && p.indent == indent && isSeqEntry(p.content) {
-		rest := p.content[1:]
-		n := 0
-		for n < len(rest) && rest[n] == ' ' {
-			n++
-		}
-		rest = rest[n:]
-		var v any
-		var ok bool
-		switch {
-		case len(rest) == 0 || rest[0] == '#':
-			if !p.next() {
-				return nil, false
-			}
-			if !p.eof && p.indent > indent {
-				v, ok = p.node()
-			} else {
-				v, ok = nil, true
-				p.count(1)
-			}
-		case isSeqEntry(rest):
-			return nil, false // a sequence in a sequence
-		default:
-			if _, _, isKey := p.splitKey(rest); isKey {
-				// A mapping that starts on the line of the dash, at the column of its key.
-				p.indent, p.content = indent+1+n, rest
-				v, ok = p.mapping(p.indent)
-				break
-			}
-			if v, ok = p.scalar(rest); ok {
-				ok = p.next()
-			}
-		}
-		if !ok {
-			return nil, false
-		}
-		s = append(s, v)
-	}
-	if !p.eof && p.indent > indent {
-		return nil, false
-	}
-	return s, true
-}
-
 // splitKey splits a line's content into a plain key that resolves to a string and the value
 // after it, without a comment; ok is false if content is not such a key and value.
 func (p *blockParser) splitKey(content []byte) (key string, rest []byte, ok bool) {
 	i := 0
-	for ; i < len(content); i++ {
-		c := content[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '/' || c == '.' || c == '-') {
-			break
-		}
+	for i < len(content) && keyByte[content[i]] {
+		i++
 	}
-	if i == 0 || i == len(content) || content[i] != ':' || i+1 < len(content) && content[i+1] != ' ' {
+	if i == 0 || i > maxKey || i == len(content) || content[i] != ':' || i+1 < len(content) && content[i+1] != ' ' {
 		return "", nil, false
 	}
 	k := content[:i]
@@ -229,64 +152,114 @@ func (p *blockParser) splitKey(content []byte) (key string, rest []byte, ok bool
 	return p.str(k), rest, true
 }
 
+// maxKey bounds the length of a key splitKey takes. The YAML library refuses an implicit key
+// longer than 1024 characters; the longest key Kubernetes allows, a label's or an
+// annotation's, has 317.
+const maxKey = 1000
+
+// keyByte holds the bytes of a plain key: letters, digits and "_-./".
+var keyByte = func() (t [256]bool) {
+	for _, c := range []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./") {
+		t[c] = true
+	}
+	return t
+}()
+
 // trimComment returns text without its leading and trailing spaces and a comment (" #"
 // and what follows) at its end. Only for text without quotes: it does not know of strings.
 func trimComment(text []byte) []byte {
-	if i := bytes.Index(text, []byte(" #")); i >= 0 {
+	if i := indexPair(text, ' ', '#'); i >= 0 {
 		text = text[:i]
 	}
-	return bytes.Trim(text, " ")
+	return trimSpaces(text)
 }
 
-// scalar parses a value on its key's or dash's line: rest, without its leading spaces.
-func (p *blockParser) scalar(rest []byte) (any, bool) {
+// indexPair returns the index of the first a followed by b in text, or -1: bytes.Index for
+// a text of two bytes, without its setup, which costs more than the search on a short line.
+func indexPair(text []byte, a, b byte) int {
+	for i := 0; i+1 < len(text); i++ {
+		j := bytes.IndexByte(text[i+1:], b)
+		if j < 0 {
+			return -1
+		}
+		if i += j; text[i] == a {
+			return i
+		}
+	}
+	return -1
+}
+
+// trimSpaces returns text without its leading and trailing spaces.
+func trimSpaces(text []byte) []byte {
+	for len(text) > 0 && text[0] == ' ' {
+		text = text[1:]
+	}
+	for len(text) > 0 && text[len(text)-1] == ' ' {
+		text = text[:len(text)-1]
+	}
+	return text
+}
+
+// inline reads a value on its key's or dash's line, rest, without its leading spaces: it
+// makes the current node a scalar, which it resolves and counts, or a flow collection, which
+// the node's reader reads. If trimmed, rest is trimComment's already, as splitKey returns it.
+func (p *blockParser) inline(rest []byte, trimmed bool) bool {
+	if !trimmed && rest[0] != '"' && rest[0] != '\'' {
+		rest = trimComment(rest)
+		if len(rest) == 0 {
+			return false
+		}
+	}
 	switch rest[0] {
 	case '"', '\'':
 		s, after, ok := p.quotedScalar(rest)
 		if !ok || len(trimComment(after)) > 0 || len(after) > 0 && after[0] != ' ' {
-			return nil, false
+			return false
 		}
 		p.count(1 + len(s))
-		return s, true
+		p.kind, p.val = scalarNode, scalar{kind: stringScalar, text: s}
+		return true
 	case '[':
-		return p.flowSequence(trimComment(rest))
+		p.kind, p.flow = flowSequence, rest
+		return true
 	case '{':
-		return p.flowMapping(trimComment(rest))
+		p.kind, p.flow = flowMapping, rest
+		return true
 	}
-	plain := trimComment(rest)
-	if len(plain) == 0 || isSeqEntry(plain) || bytes.Contains(plain, []byte(": ")) || plain[len(plain)-1] == ':' {
-		return nil, false
+	plain := rest
+	if len(plain) == 0 || isSeqEntry(plain) || indexPair(plain, ':', ' ') >= 0 || plain[len(plain)-1] == ':' {
+		return false
 	}
-	v, ok := p.resolve(plain)
-	return v, ok
+	p.kind, p.val = scalarNode, p.resolve(plain)
+	return p.val.kind != unresolved
 }
 
-// resolve returns the value of a plain scalar as the untyped data gives it, counting its
-// size; ok is false if the parser leaves its resolution to the library.
-func (p *blockParser) resolve(plain []byte) (any, bool) {
+// resolve returns the value of a plain scalar, counting its size; its kind is unresolved if
+// the parser leaves its resolution to the library.
+func (p *blockParser) resolve(plain []byte) scalar {
 	if s, isString := plainString(plain); isString {
 		if !s {
-			return nil, false
+			return scalar{}
 		}
 		p.count(1 + len(plain))
-		return p.str(plain), true
+		return scalar{kind: stringScalar, text: p.str(plain)}
 	}
 	switch string(plain) {
 	case "true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y":
 		p.count(1)
-		return true, true
+		return scalar{kind: trueScalar}
 	case "false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N":
 		p.count(1)
-		return false, true
+		return scalar{kind: falseScalar}
 	case "null", "Null", "NULL", "~":
 		p.count(1)
-		return nil, true
+		return scalar{kind: nullScalar}
 	}
 	if isDecimal(plain) {
 		p.count(1 + len(plain))
-		return json.Number(plain), true
+		return scalar{kind: numberScalar, text: p.str(plain)}
 	}
-	return nil, false
+	return scalar{}
 }
 
 // plainString reports whether the plain scalar text, of printable ASCII, resolves to a
@@ -312,6 +285,12 @@ func plainString(text []byte) (certain, isString bool) {
 		if len(text) > 4 && text[4] == '-' && isDigits(text[:4]) {
 			return false, true
 		}
+		if (c == '+' || c == '-') && len(text) > 1 && !numberAfterSign[text[1]] {
+			// An integer, a float the library parses and a special float (".inf") have a
+			// digit or "." after their sign, or "_", which the library drops: "-c" is a
+			// string.
+			return true, true
+		}
 		for _, c := range text {
 			if !numeric[c] {
 				return true, true
@@ -328,6 +307,15 @@ func plainString(text []byte) (certain, isString bool) {
 // those strconv.ParseInt (base 0), ParseUint and ParseFloat take, and "_".
 var numeric = func() (t [256]bool) {
 	for _, c := range []byte("0123456789abcdefABCDEFxXoObBpP_.+-iInNtTyY") {
+		t[c] = true
+	}
+	return t
+}()
+
+// numberAfterSign holds the characters that may follow the sign of a number: digits, "."
+// and "_".
+var numberAfterSign = func() (t [256]bool) {
+	for _, c := range []byte("0123456789._") {
 		t[c] = true
 	}
 	return t
@@ -380,61 +368,6 @@ func (p *blockParser) quotedScalar(text []byte) (s string, after []byte, ok bool
 	return "", nil, false
 }
 
-// flowSequence parses a flow sequence of one line, text, of flow scalars (see flowScalar).
-func (p *blockParser) flowSequence(text []byte) (any, bool) {
-	if len(text) < 2 || text[len(text)-1] != ']' {
-		return nil, false
-	}
-	p.count(1)
-	body := bytes.Trim(text[1:len(text)-1], " ")
-	s := []any{}
-	for len(body) > 0 {
-		v, rest, ok := p.flowScalar(body)
-		if !ok {
-			return nil, false
-		}
-		s = append(s, v)
-		if body, ok = flowNext(rest); !ok {
-			return nil, false
-		}
-	}
-	return s, true
-}
-
-// flowMapping parses a flow mapping of one line, text, of plain keys that resolve to strings
-// (as splitKey takes them), each followed by ": " and a flow scalar (see flowScalar).
-func (p *blockParser) flowMapping(text []byte) (any, bool) {
-	if len(text) < 2 || text[len(text)-1] != '}' {
-		return nil, false
-	}
-	p.count(1)
-	body := bytes.Trim(text[1:len(text)-1], " ")
-	m := make(map[string]any)
-	for len(body) > 0 {
-		i := bytes.IndexByte(body, ':')
-		if i < 0 || i+1 == len(body) || body[i+1] != ' ' {
-			return nil, false
-		}
-		key, rest, ok := p.splitKey(body[:i+1])
-		if !ok || len(rest) > 0 {
-			return nil, false
-		}
-		if _, dup := m[key]; dup {
-			return nil, false
-		}
-		p.count(len(key))
-		v, rest, ok := p.flowScalar(bytes.TrimLeft(body[i+2:], " "))
-		if !ok {
-			return nil, false
-		}
-		m[key] = v
-		if body, ok = flowNext(rest); !ok {
-			return nil, false
-		}
-	}
-	return m, true
-}
-
 // flowNext returns the rest of a flow collection's body after an entry, rest, past the
 // comma that must follow the entry unless the body ends; it refuses a trailing comma.
 func flowNext(rest []byte) ([]byte, bool) {
@@ -449,20 +382,23 @@ func flowNext(rest []byte) ([]byte, bool) {
 	return rest, len(rest) > 0
 }
 
-// flowScalar parses the scalar at the start of body, the rest of a flow collection's body
-// without its brackets: a quoted scalar of one line without escapes, or a plain scalar up to
-// the next comma without flow indicators, quotes, ":" or "#". It returns the rest of body.
-func (p *blockParser) flowScalar(body []byte) (any, []byte, bool) {
+// flowScalar reads the scalar at the start of body, the rest of a flow collection's body
+// without its brackets, into the current node: a quoted scalar of one line without escapes,
+// or a plain scalar up to the next comma without flow indicators, quotes, ":" or "#". It
+// returns the rest of body.
+func (p *blockParser) flowScalar(body []byte) ([]byte, bool) {
 	if len(body) == 0 {
-		return nil, nil, false
+		return nil, false
 	}
+	p.kind = scalarNode
 	if body[0] == '"' || body[0] == '\'' {
 		str, after, ok := p.quotedScalar(body)
 		if !ok {
-			return nil, nil, false
+			return nil, false
 		}
 		p.count(1 + len(str))
-		return str, after, true
+		p.val = scalar{kind: stringScalar, text: str}
+		return after, true
 	}
 	i := bytes.IndexByte(body, ',')
 	if i < 0 {
@@ -470,8 +406,8 @@ func (p *blockParser) flowScalar(body []byte) (any, []byte, bool) {
 	}
 	item := bytes.TrimRight(body[:i], " ")
 	if len(item) == 0 || isSeqEntry(item) || bytes.ContainsAny(item, "[]{}:#\"'") {
-		return nil, nil, false
+		return nil, false
 	}
-	v, ok := p.resolve(item)
-	return v, body[len(item):], ok
+	p.val = p.resolve(item)
+	return body[len(item):], p.val.kind != unresolved
 }

@@ -7,7 +7,9 @@
 // does, and holds documents and streams to the limits of [ReaderOptions], which are
 // *bound.SizeError errors. A YAML document's content is what sigs.k8s.io/yaml reads: a document
 // in the plain block YAML most manifests are written in is read by a parser of that subset,
-// several times faster; any other by the YAML library (go.yaml.in/yaml/v2).
+// several times faster; any other by the YAML library (go.yaml.in/yaml/v2). To read such a
+// document's text into something other than untyped data, without the data in between, use
+// [Document.Text] and [ReadBlockYAML], whose [BlockNode] values share that parser.
 //
 // To print a value as YAML byte for byte as sigs.k8s.io/yaml.Marshal does, but several times
 // faster, use [MarshalYAML]; to print JSON text already at hand, use [JSONToYAML], or
@@ -576,12 +578,8 @@ func badSeparator(line []byte) error {
 // a quoted or block scalar or an indented mapping, followed by a line at column 0), or after
 // a line break other than \n.
 func (d *Document) Parse() (bool, error) {
-	if !d.parsed {
-		limit := d.limit
-		if limit <= 0 {
-			limit = DefaultMaxDocumentBytes
-		}
-		obj, err := yamlToUntyped(d.Raw, limit)
+	if raw, limit, ok := d.Text(); ok {
+		obj, err := yamlToUntyped(raw, limit)
 		switch {
 		case err == errExpanded:
 			return false, &Error{File: d.File, Line: d.Line, Err: &bound.SizeError{
@@ -595,6 +593,21 @@ func (d *Document) Parse() (bool, error) {
 		d.Object, d.parsed = obj, true
 	}
 	return d.JSON || d.Object != nil, nil
+}
+
+// Text returns the text of a YAML document that is not parsed yet, and the limit of its
+// content's size as [Document.Parse] counts it, for a reader of the text that is not Parse
+// (such as convert.DecodePodYAML, through [ReadBlockYAML]). It reports false for a JSON
+// document and for one already parsed.
+func (d *Document) Text() (raw []byte, limit int64, ok bool) {
+	if d.JSON || d.parsed {
+		return nil, 0, false
+	}
+	limit = d.limit
+	if limit <= 0 {
+		limit = DefaultMaxDocumentBytes
+	}
+	return d.Raw, limit, true
 }
 
 // isBlank reports whether a document has nothing but spaces and comments.

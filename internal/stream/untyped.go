@@ -70,10 +70,20 @@ func yamlToUntyped(doc []byte, limit int64) (any, error) {
 // none of), or at a line break other than \n (\r, U+0085, U+2028, U+2029). For the other texts,
 // the parser tells.
 func oneDocument(doc []byte) bool {
-	if bytes.IndexByte(doc, '\r') >= 0 || bytes.HasPrefix(doc, []byte("...")) || bytes.Contains(doc, []byte("\n...")) ||
-		bytes.HasPrefix(doc, []byte("%")) || bytes.Contains(doc, []byte("\n%")) ||
-		bytes.Contains(doc, []byte("\u0085")) || bytes.Contains(doc, []byte("\u2028")) || bytes.Contains(doc, []byte("\u2029")) {
+	if bytes.IndexByte(doc, '\r') >= 0 ||
+		bytes.IndexByte(doc, 0xc2) >= 0 && bytes.Contains(doc, []byte("\u0085")) ||
+		bytes.IndexByte(doc, 0xe2) >= 0 && (bytes.Contains(doc, []byte("\u2028")) || bytes.Contains(doc, []byte("\u2029"))) {
 		return false
+	}
+	for text := doc; ; { // lines that start with "..." or "%"
+		if bytes.HasPrefix(text, []byte("...")) || len(text) > 0 && text[0] == '%' {
+			return false
+		}
+		i := bytes.IndexByte(text, '\n')
+		if i < 0 {
+			break
+		}
+		text = text[i+1:]
 	}
 	for len(doc) > 0 {
 		line := doc
