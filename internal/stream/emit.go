@@ -174,7 +174,7 @@ func isPlain(s string) bool {
 	}
 	switch c := s[0]; {
 	case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-		if len(s) <= 5 && strings.IndexByte("yYnNtTfFoO", c) >= 0 {
+		if len(s) <= 5 && strings.IndexByte("yYnNtTfFoO", c) >= 0 && isYAMLWord(s) {
 			return false
 		}
 	default:
@@ -186,6 +186,18 @@ func isPlain(s string) bool {
 		}
 	}
 	return true
+}
+
+// isYAMLWord reports whether s is one of the words starting with a letter that the YAML
+// library reads as a bool or null (the words of its resolve table), which it quotes.
+func isYAMLWord(s string) bool {
+	switch s {
+	case "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON",
+		"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF",
+		"null", "Null", "NULL":
+		return true
+	}
+	return false
 }
 
 // plainByte marks the bytes isPlain allows after the first but for colons.

@@ -3,21 +3,23 @@ package stream
 // This file defines MarshalTypedYAML, which prints a typed value as YAML text straight from
 // the value, walking it by reflection over a table of each type's JSON members, rather than
 // encoding it as JSON text with encoding/json and printing that text.
+//
+// The printer reaches values through unsafe.Pointer, by the offsets of struct fields and the
+// strides of slices that the table holds, as reflect does inside, rather than through
+// reflect.Value: that costs a few instructions a field rather than a call. Each pointer it
+// holds points into the value printed, or into the printer's slots (copies of map entries
+// and interface values), and is live for the collector as any pointer is; it only reads
+// through them.
 
 import (
-	"bytes"
 	"encoding"
 	"encoding/base64"
 	"encoding/json"
-	"math"
 	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 	"unsafe"
-
-	"github.com/starpod/starpod/internal/jsontag"
 )
 
 // MarshalTypedYAML returns the text that MarshalYAML gives v, a pointer to a struct or a map,
@@ -46,17 +48,26 @@ func MarshalTypedYAML(v any, omitEmpty ...any) ([]byte, bool) {
 		p.omit = append(p.omit, omitted{ov.Type().Elem(), ov.UnsafePointer()})
 	}
 	ti := infoOf(rv.Type())
-	for ti.kind == kindPointer {
+	var r ref
+	if ti.kind == kindPointer {
 		if rv.IsNil() {
 			return nil, false
 		}
-		rv, ti = rv.Elem(), ti.elem
+		r, ti = ref{rv.UnsafePointer(), true}, ti.elem
+		for ti.kind == kindPointer {
+			if r.p = *(*unsafe.Pointer)(r.p); r.p == nil {
+				return nil, false
+			}
+			ti = ti.elem
+		}
+	} else if ti.kind == kindStruct || ti.kind == kindMap {
+		r = p.copyOut(rv) // as json.Marshal has it, not addressable
 	}
-	if ti.kind != kindStruct && ti.kind != kindMap || ti.kind == kindMap && rv.IsNil() {
+	if ti.kind != kindStruct && ti.kind != kindMap || ti.kind == kindMap && p.mapOf(r, ti).IsNil() {
 		return nil, false
 	}
 	p.buf = make([]byte, 0, int(sizeHint.Load()))
-	if !p.object(rv, ti, 0, -1) {
+	if !p.object(r, ti, 0, -1) {
 		return nil, false
 	}
 	if n := int64(len(p.buf)); n > sizeHint.Load() && n <= 1<<20 {
@@ -71,6 +82,22 @@ var sizeHint atomic.Int64
 
 func init() { sizeHint.Store(1024) }
 
+// A ref is where a value being printed is, and whether encoding/json, walking to it by
+// reflection, finds it addressable: then it calls the methods of its pointer.
+type ref struct {
+	p    unsafe.Pointer
+	addr bool
+}
+
+// at returns the ref of a value off bytes into the value of r, such as a field of a struct.
+func (r ref) at(off uintptr) ref { return ref{unsafe.Add(r.p, off), r.addr} }
+
+// sliceHeader is the layout of every slice value, as reflect's unsafeheader.Slice.
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
+}
+
 // An omitted is a struct of omitEmpty.
 type omitted struct {
 	t reflect.Type
@@ -80,7 +107,7 @@ type omitted struct {
 // A typedMember is a member of an object being printed.
 type typedMember struct {
 	key, text string // the key, and its text if known ("" if not)
-	v         reflect.Value
+	r         ref
 	info      *typeInfo
 }
 
@@ -94,7 +121,7 @@ type printer struct {
 	order   keyOrder[typedMember]
 	depth   int
 	iter    reflect.MapIter
-	scratch map[reflect.Type]*slots // for the keys and values of maps
+	scratch map[reflect.Type]*slots // for the keys and values of maps, and values of interfaces
 }
 
 // slots is a slice that printer.slots gives out parts of.
@@ -121,7 +148,7 @@ func (p *printer) slots(t reflect.Type, n int) (s reflect.Value, i int) {
 	if !sc.s.IsValid() || sc.s.Len()-sc.used < n {
 		size := max(2*n, 32)
 		if sc.s.IsValid() {
-			// The values of the full slice that members hold stay valid: the slice
+			// The values of the full slice that members point to stay valid: the slice
 			// goes, not cleared, to the collector.
 			size = max(size, 2*sc.s.Len())
 		}
@@ -130,6 +157,14 @@ func (p *printer) slots(t reflect.Type, n int) (s reflect.Value, i int) {
 	i = sc.used
 	sc.used += n
 	return sc.s, i
+}
+
+// copyOut returns the ref of a copy of v in a slot, not addressable.
+func (p *printer) copyOut(v reflect.Value) ref {
+	s, i := p.slots(reflect.SliceOf(v.Type()), 1)
+	e := s.Index(i)
+	e.Set(v)
+	return ref{e.Addr().UnsafePointer(), false}
 }
 
 func (p *printer) release() {
@@ -144,29 +179,32 @@ func (p *printer) release() {
 	p.buf = nil // the caller's
 	clear(p.members[:cap(p.members)])
 	clear(p.path[:cap(p.path)])
+	clear(p.omit[:cap(p.omit)])
 	p.members, p.path, p.depth = p.members[:0], p.path[:0], 0
 	if cap(p.members) <= 1<<12 && cap(p.prefix) <= 1<<16 {
 		printers.Put(p)
 	}
 }
 
-// collect appends to p.members the members of the struct or map v that print, in key
+// mapOf returns the map of r, of the map type of ti.
+func (p *printer) mapOf(r ref, ti *typeInfo) reflect.Value {
+	return reflect.NewAt(ti.typ, r.p).Elem()
+}
+
+// collect appends to p.members the members of the struct or map of r that print, in key
 // order, for an object whose keys are at column indent, and returns where they start.
-func (p *printer) collect(v reflect.Value, ti *typeInfo, indent int) (int, bool) {
+func (p *printer) collect(r ref, ti *typeInfo, indent int) (int, bool) {
 	base := len(p.members)
 	if ti.kind == kindMap {
-		// Copy the keys, and the values where being addressable does not change how they
-		// print, into slices: a map's own values are not addressable, and each costs an
-		// allocation to copy out alone.
-		n := v.Len()
+		// Copy the keys and values into slices: a map's own values cannot be pointed to,
+		// and each costs an allocation to copy out alone. The copies are not addressable,
+		// as the values of a map are not.
+		m := p.mapOf(r, ti)
+		n := m.Len()
 		keys, k0 := p.slots(ti.keys, n)
-		var vals reflect.Value
-		v0 := 0
-		if ti.elem.addrFree() {
-			vals, v0 = p.slots(ti.vals, n)
-		}
+		vals, v0 := p.slots(ti.vals, n)
 		it := &p.iter
-		it.Reset(v)
+		it.Reset(m)
 		defer it.Reset(reflect.Value{})
 		for i := 0; it.Next(); i++ {
 			kv := keys.Index(k0 + i)
@@ -176,26 +214,21 @@ func (p *printer) collect(v reflect.Value, ti *typeInfo, indent int) (int, bool)
 			if !ok || len(kt) > maxKeyText {
 				return base, false // printMap declines it
 			}
-			var ev reflect.Value
-			if vals.IsValid() {
-				ev = vals.Index(v0 + i)
-				ev.SetIterValue(it)
-			} else {
-				ev = it.Value()
-			}
-			p.members = append(p.members, typedMember{key: k, text: kt, v: ev, info: ti.elem})
+			ev := vals.Index(v0 + i)
+			ev.SetIterValue(it)
+			p.members = append(p.members, typedMember{key: k, text: kt, r: ref{ev.Addr().UnsafePointer(), false}, info: ti.elem})
 		}
 		p.order.sort(p.members[base:])
 		return base, true
 	}
 	for i := range ti.fields {
 		f := &ti.fields[i]
-		fv, present, ok := p.field(v, f)
+		fr, present, ok := p.field(r, f)
 		if !ok {
 			return base, false
 		}
 		if present {
-			p.members = append(p.members, typedMember{key: f.name, text: f.text, v: fv, info: f.info})
+			p.members = append(p.members, typedMember{key: f.name, text: f.text, r: fr, info: f.info})
 		}
 	}
 	if ti.sortFields {
@@ -204,38 +237,63 @@ func (p *printer) collect(v reflect.Value, ti *typeInfo, indent int) (int, bool)
 	return base, true
 }
 
-// field returns the value of the field f of the struct v, and whether it prints: it does
-// not if it is in a nil embedded struct, if its omitempty or omitzero option leaves it out,
-// or if it is an empty struct of p.omit.
-func (p *printer) field(v reflect.Value, f *typedField) (fv reflect.Value, present, ok bool) {
-	if len(f.index) == 1 {
-		fv = v.Field(f.index[0])
-	} else {
-		fv = v
-		for j, x := range f.index {
-			if j > 0 && fv.Kind() == reflect.Pointer {
-				if fv.IsNil() {
-					return fv, false, true
-				}
-				fv = fv.Elem()
+// field returns the field f of the struct of r, and whether it prints: it does not if it is
+// in a nil embedded struct, if its omitempty or omitzero option leaves it out, or if it is an
+// empty struct of p.omit.
+func (p *printer) field(r ref, f *typedField) (fr ref, present, ok bool) {
+	if len(f.embeds) > 0 {
+		for _, off := range f.embeds {
+			if r.p = *(*unsafe.Pointer)(unsafe.Add(r.p, off)); r.p == nil {
+				return r, false, true
 			}
-			fv = fv.Field(x)
 		}
+		r.addr = true // reached through a pointer
 	}
-	if f.omitEmpty && jsontag.IsEmpty(fv) || f.omitZero && (f.isZero == nil && fv.IsZero() || f.isZero != nil && f.isZero(fv)) {
-		return fv, false, true
+	fr = r.at(f.offset)
+	if f.empty != emptyNever && isEmpty(fr.p, f) {
+		return fr, false, true
 	}
-	if f.info.kind == kindStruct && len(p.omit) > 0 && p.omitted(fv) {
-		empty, ok := p.empty(fv, f.info)
-		return fv, !empty, ok
+	if f.isZero != nil && f.isZero(reflect.NewAt(f.info.typ, fr.p).Elem()) {
+		return fr, false, true
 	}
-	return fv, true, true
+	if f.info.kind == kindStruct && len(p.omit) > 0 && p.omitted(fr, f.info) {
+		empty, ok := p.empty(fr, f.info)
+		return fr, !empty, ok
+	}
+	return fr, true, true
 }
 
-// empty reports whether the struct v prints as {}.
-func (p *printer) empty(v reflect.Value, ti *typeInfo) (empty, ok bool) {
+// isEmpty reports whether the value at v of the field f is empty, as jsontag.IsEmpty.
+func isEmpty(v unsafe.Pointer, f *typedField) bool {
+	switch f.empty {
+	case emptyAlways:
+		return true
+	case emptyString:
+		return len(*(*string)(v)) == 0
+	case emptySlice:
+		return (*sliceHeader)(v).len == 0
+	case emptyMap:
+		return reflect.NewAt(f.info.typ, v).Elem().Len() == 0
+	case emptyNil:
+		return *(*unsafe.Pointer)(v) == nil
+	case emptyZero:
+		switch f.info.size {
+		case 1:
+			return *(*uint8)(v) == 0
+		case 2:
+			return *(*uint16)(v) == 0
+		case 4:
+			return *(*uint32)(v) == 0
+		}
+		return *(*uint64)(v) == 0
+	}
+	return false
+}
+
+// empty reports whether the struct of r prints as {}.
+func (p *printer) empty(r ref, ti *typeInfo) (empty, ok bool) {
 	for i := range ti.fields {
-		_, present, ok := p.field(v, &ti.fields[i])
+		_, present, ok := p.field(r, &ti.fields[i])
 		if !ok || present {
 			return !present, ok
 		}
@@ -243,8 +301,21 @@ func (p *printer) empty(v reflect.Value, ti *typeInfo) (empty, ok bool) {
 	return true, true
 }
 
-// object prints the struct or map v, as value does, or at the top if keyLen is -1.
-func (p *printer) object(v reflect.Value, ti *typeInfo, indent, keyLen int) bool {
+// omitted reports whether the struct of r, of type ti, is one of p.omit.
+func (p *printer) omitted(r ref, ti *typeInfo) bool {
+	if !r.addr {
+		return false
+	}
+	for _, o := range p.omit {
+		if o.p == r.p && o.t == ti.typ {
+			return true
+		}
+	}
+	return false
+}
+
+// object prints the struct or map of r, as value does, or at the top if keyLen is -1.
+func (p *printer) object(r ref, ti *typeInfo, indent, keyLen int) bool {
 	item, top := keyLen == -2, keyLen == -1
 	inline := item
 	if !top {
@@ -259,7 +330,7 @@ func (p *printer) object(v reflect.Value, ti *typeInfo, indent, keyLen int) bool
 		n := 0
 		for i := range ti.fields {
 			f := &ti.fields[i]
-			fv, present, ok := p.field(v, f)
+			fr, present, ok := p.field(r, f)
 			if !ok {
 				return false
 			}
@@ -270,12 +341,12 @@ func (p *printer) object(v reflect.Value, ti *typeInfo, indent, keyLen int) bool
 				p.buf = appendSpaces(p.buf, indent)
 			}
 			n++
-			if !p.member(f.name, f.text, fv, f.info, indent) {
+			if !p.member(f.name, f.text, fr, f.info, indent) {
 				return false
 			}
 		}
 	} else {
-		base, ok := p.collect(v, ti, indent)
+		base, ok := p.collect(r, ti, indent)
 		if !ok || !p.printMap(base, indent, inline) {
 			return false
 		}
@@ -289,9 +360,9 @@ func (p *printer) object(v reflect.Value, ti *typeInfo, indent, keyLen int) bool
 	return true
 }
 
-// member prints the key, of text kt if known, and the value v of a member whose key is at
+// member prints the key, of text kt if known, and the value of r of a member whose key is at
 // column indent, after the spaces before the key.
-func (p *printer) member(key, kt string, v reflect.Value, ti *typeInfo, indent int) bool {
+func (p *printer) member(key, kt string, r ref, ti *typeInfo, indent int) bool {
 	if kt == "" {
 		var ok bool
 		if kt, ok = scalarText(key, indent); !ok || len(kt) > maxKeyText {
@@ -301,24 +372,11 @@ func (p *printer) member(key, kt string, v reflect.Value, ti *typeInfo, indent i
 	p.buf = append(p.buf, kt...)
 	p.buf = append(p.buf, ':')
 	p.path = append(p.path, step{key: key, text: kt})
-	if !p.value(v, ti, indent, len(kt)) {
+	if !p.value(r, ti, indent, len(kt)) {
 		return false
 	}
 	p.path = p.path[:len(p.path)-1]
 	return true
-}
-
-// omitted reports whether the struct v is one of p.omit.
-func (p *printer) omitted(v reflect.Value) bool {
-	if !v.CanAddr() {
-		return false
-	}
-	for _, o := range p.omit {
-		if o.t == v.Type() && o.p == v.Addr().UnsafePointer() {
-			return true
-		}
-	}
-	return false
 }
 
 // printMap prints the members from base on of p.members as a block mapping, as printMap of
@@ -329,7 +387,7 @@ func (p *printer) printMap(base, indent int, inline bool) bool {
 		if i > base || !inline {
 			p.buf = appendSpaces(p.buf, indent)
 		}
-		if !p.member(m.key, m.text, m.v, m.info, indent) {
+		if !p.member(m.key, m.text, m.r, m.info, indent) {
 			return false
 		}
 	}
@@ -338,16 +396,16 @@ func (p *printer) printMap(base, indent int, inline bool) bool {
 	return true
 }
 
-// printSeq prints the items of the slice or array v as a block sequence, as printSeq of the
-// transcoder does.
-func (p *printer) printSeq(v reflect.Value, elem *typeInfo, indent int, inline bool) bool {
-	for i := range v.Len() {
+// printSeq prints the n items of elem, the first at r, as a block sequence, as printSeq of
+// the transcoder does.
+func (p *printer) printSeq(r ref, n int, elem *typeInfo, indent int, inline bool) bool {
+	for i := range n {
 		if i > 0 || !inline {
 			p.buf = appendSpaces(p.buf, indent)
 		}
 		p.buf = append(p.buf, "- "...)
 		p.path = append(p.path, step{item: true})
-		if !p.value(v.Index(i), elem, indent, -2) {
+		if !p.value(r.at(uintptr(i)*elem.size), elem, indent, -2) {
 			return false
 		}
 		p.path = p.path[:len(p.path)-1]
@@ -359,18 +417,19 @@ func (p *printer) printSeq(v reflect.Value, elem *typeInfo, indent int, inline b
 // among them cyclic ones, which json.Marshal fails on.
 const maxTypedDepth = 1000
 
-// value prints v, after the key of a member at column indent whose text is keyLen long, or,
-// if keyLen is -2, as an item after its dash, of a sequence whose dashes are at column indent.
-func (p *printer) value(v reflect.Value, ti *typeInfo, indent, keyLen int) bool {
+// value prints the value of r, after the key of a member at column indent whose text is
+// keyLen long, or, if keyLen is -2, as an item after its dash, of a sequence whose dashes
+// are at column indent.
+func (p *printer) value(r ref, ti *typeInfo, indent, keyLen int) bool {
 	if p.depth++; p.depth > maxTypedDepth {
 		return false
 	}
-	ok := p.value1(v, ti, indent, keyLen)
+	ok := p.value1(r, ti, indent, keyLen)
 	p.depth--
 	return ok
 }
 
-func (p *printer) value1(v reflect.Value, ti *typeInfo, indent, keyLen int) bool {
+func (p *printer) value1(r ref, ti *typeInfo, indent, keyLen int) bool {
 	item := keyLen < 0
 	col := indent + keyLen + 2 // where a scalar starts
 	if item {
@@ -380,19 +439,23 @@ func (p *printer) value1(v reflect.Value, ti *typeInfo, indent, keyLen int) bool
 	}
 	for {
 		switch ti.kind {
-		case kindPointer, kindInterface:
+		case kindPointer:
+			q := *(*unsafe.Pointer)(r.p)
+			if q == nil {
+				return p.scalar("null")
+			}
+			r, ti = ref{q, true}, ti.elem
+			continue
+		case kindInterface:
+			v := reflect.NewAt(ti.typ, r.p).Elem()
 			if v.IsNil() {
 				return p.scalar("null")
 			}
 			v = v.Elem()
-			if ti.kind == kindInterface {
-				ti = infoOf(v.Type())
-			} else {
-				ti = ti.elem
-			}
+			r, ti = p.copyOut(v), infoOf(v.Type())
 			continue
 		case kindAddrMarshaler, kindAddrText:
-			if !v.CanAddr() {
+			if !r.addr {
 				ti = ti.elem // encoding/json encodes the value as if it had no method
 				continue
 			}
@@ -401,55 +464,55 @@ func (p *printer) value1(v reflect.Value, ti *typeInfo, indent, keyLen int) bool
 	}
 	switch ti.kind {
 	case kindStruct, kindMap:
-		if ti.kind == kindMap && v.IsNil() {
+		if ti.kind == kindMap && p.mapOf(r, ti).IsNil() {
 			return p.scalar("null")
 		}
 		if item {
-			return p.object(v, ti, indent, -2)
+			return p.object(r, ti, indent, -2)
 		}
-		return p.object(v, ti, indent, keyLen)
+		return p.object(r, ti, indent, keyLen)
 	case kindSlice, kindArray:
-		if ti.kind == kindSlice && v.IsNil() {
-			return p.scalar("null")
+		n := ti.len
+		if ti.kind == kindSlice {
+			h := (*sliceHeader)(r.p)
+			if h.data == nil {
+				return p.scalar("null")
+			}
+			r, n = ref{h.data, true}, h.len // the items of a slice are addressable
 		}
-		if v.Len() == 0 {
+		if n == 0 {
 			return p.scalar("[]")
 		}
 		if item {
-			return p.printSeq(v, ti.elem, indent+2, true)
+			return p.printSeq(r, n, ti.elem, indent+2, true)
 		}
 		p.buf[len(p.buf)-1] = '\n'
-		return p.printSeq(v, ti.elem, indent, false)
+		return p.printSeq(r, n, ti.elem, indent, false)
 	case kindString:
-		return p.str(v.String(), col)
+		return p.str(*(*string)(r.p), col)
 	case kindBytes:
-		if v.IsNil() {
+		b := *(*[]byte)(r.p) // a slice of a byte kind, of the layout of []byte
+		if b == nil {
 			return p.scalar("null")
 		}
-		return p.str(base64.StdEncoding.EncodeToString(v.Bytes()), col)
+		return p.str(base64.StdEncoding.EncodeToString(b), col)
 	case kindBool:
-		return p.scalar(strconv.FormatBool(v.Bool()))
+		return p.scalar(strconv.FormatBool(*(*bool)(r.p)))
 	case kindInt:
-		p.buf = strconv.AppendInt(p.buf, v.Int(), 10)
+		p.buf = strconv.AppendInt(p.buf, intAt(r.p, ti.size), 10)
 		return p.scalar("")
 	case kindUint:
-		p.buf = strconv.AppendUint(p.buf, v.Uint(), 10)
+		p.buf = strconv.AppendUint(p.buf, uintAt(r.p, ti.size), 10)
 		return p.scalar("")
 	case kindFloat:
-		return p.float(v.Float(), ti.bits)
+		if ti.bits == 32 {
+			return p.float(float64(*(*float32)(r.p)), 32)
+		}
+		return p.float(*(*float64)(r.p), 64)
 	case kindMarshaler, kindAddrMarshaler:
-		if ti.kind == kindAddrMarshaler {
-			v = v.Addr()
-		}
-		if v.Kind() == reflect.Pointer && v.IsNil() {
-			return p.scalar("null")
-		}
-		if !v.CanInterface() {
-			return false
-		}
-		m, ok := v.Interface().(json.Marshaler)
+		m, ok := methods(r, ti).(json.Marshaler)
 		if !ok {
-			return false
+			return p.scalar("null") // a nil pointer
 		}
 		data, err := m.MarshalJSON()
 		if err != nil {
@@ -457,18 +520,9 @@ func (p *printer) value1(v reflect.Value, ti *typeInfo, indent, keyLen int) bool
 		}
 		return p.json(data, indent, keyLen, col)
 	case kindText, kindAddrText:
-		if ti.kind == kindAddrText {
-			v = v.Addr()
-		}
-		if v.Kind() == reflect.Pointer && v.IsNil() {
-			return p.scalar("null")
-		}
-		if !v.CanInterface() {
-			return false
-		}
-		m, ok := v.Interface().(encoding.TextMarshaler)
+		m, ok := methods(r, ti).(encoding.TextMarshaler)
 		if !ok {
-			return false
+			return p.scalar("null") // a nil pointer
 		}
 		text, err := m.MarshalText()
 		if err != nil {
@@ -479,90 +533,41 @@ func (p *printer) value1(v reflect.Value, ti *typeInfo, indent, keyLen int) bool
 	return false
 }
 
-// scalar prints s, which the caller may have printed already, and the newline after it.
-func (p *printer) scalar(s string) bool {
-	p.buf = append(p.buf, s...)
-	p.buf = append(p.buf, '\n')
-	return true
-}
-
-// str prints the string s starting at column col, as printScalar of the transcoder does.
-func (p *printer) str(s string, col int) bool {
-	if t, ok := scalarText(s, col); ok {
-		return p.scalar(t)
-	}
-	if !utf8.ValidString(s) {
-		return false // json.Marshal replaces its bytes that are not UTF-8
-	}
-	var ok bool
-	p.buf, ok = scalarAt(p.buf, p.path, s, &p.prefix)
-	return ok
-}
-
-// float prints f as encoding/json writes it, read as printScalar of the transcoder reads it.
-func (p *printer) float(f float64, bits int) bool {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return false // json.Marshal fails
-	}
-	at := len(p.buf)
-	abs := math.Abs(f)
-	fmt := byte('f')
-	if abs != 0 && (bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21)) {
-		fmt = 'e'
-	}
-	b := strconv.AppendFloat(p.buf, f, fmt, -1, bits)
-	if n := len(b); fmt == 'e' && n-at >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-		b[n-2] = b[n-1] // e-09 is e-9
-		b = b[:n-1]
-	}
-	text := string(b[at:])
-	p.buf = b[:at]
-	if buf, ok := appendInteger(p.buf, text); ok {
-		p.buf = buf
-		return p.scalar("")
-	}
-	var ok bool
-	p.buf, ok = scalarAt(p.buf, p.path, yamlNumbers(json.Number(text)), &p.prefix)
-	return ok
-}
-
-// json prints data, the JSON text of a value's MarshalJSON, where value prints a value.
-func (p *printer) json(data []byte, indent, keyLen, col int) bool {
-	if s, ok := simpleString(data); ok {
-		return p.str(s, col)
-	}
-	if string(data) == "null" {
-		return p.scalar("null")
-	}
-	if keyLen >= 0 {
-		p.buf = p.buf[:len(p.buf)-1] // the transcoder prints the space
-	}
-	buf, ok := transcodeAt(p.buf, data, p.path, indent, keyLen)
-	if !ok {
-		// MarshalJSON may write spaces, which encoding/json takes out.
-		var compact bytes.Buffer
-		if json.Compact(&compact, data) != nil {
-			return false
+// methods returns, to call the methods of the value of r, of type ti.typ, the value if it
+// is a pointer (nil if it is nil), else a pointer to it: its methods are those of the value
+// and, where encoding/json calls them, of its pointer. Neither allocates.
+func methods(r ref, ti *typeInfo) any {
+	if ti.typ.Kind() == reflect.Pointer {
+		if *(*unsafe.Pointer)(r.p) == nil {
+			return nil
 		}
-		if buf, ok = transcodeAt(p.buf, compact.Bytes(), p.path, indent, keyLen); !ok {
-			return false
-		}
+		return reflect.NewAt(ti.typ, r.p).Elem().Interface()
 	}
-	p.buf = buf
-	return true
+	return reflect.NewAt(ti.typ, r.p).Interface()
 }
 
-// simpleString returns the string of data if it is the JSON text of a string without
-// escapes or control characters.
-func simpleString(data []byte) (string, bool) {
-	if len(data) < 2 || data[0] != '"' || data[len(data)-1] != '"' {
-		return "", false
+// intAt returns the signed integer of size bytes at v.
+func intAt(v unsafe.Pointer, size uintptr) int64 {
+	switch size {
+	case 1:
+		return int64(*(*int8)(v))
+	case 2:
+		return int64(*(*int16)(v))
+	case 4:
+		return int64(*(*int32)(v))
 	}
-	in := data[1 : len(data)-1]
-	for _, c := range in {
-		if c < ' ' || c == '"' || c == '\\' {
-			return "", false
-		}
+	return *(*int64)(v)
+}
+
+// uintAt returns the unsigned integer of size bytes at v.
+func uintAt(v unsafe.Pointer, size uintptr) uint64 {
+	switch size {
+	case 1:
+		return uint64(*(*uint8)(v))
+	case 2:
+		return uint64(*(*uint16)(v))
+	case 4:
+		return uint64(*(*uint32)(v))
 	}
-	return unsafe.String(unsafe.SliceData(in), len(in)), true // data is the caller's alone
+	return *(*uint64)(v)
 }

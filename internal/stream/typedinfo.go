@@ -38,7 +38,10 @@ const (
 // A typeInfo is how MarshalTypedYAML prints a type.
 type typeInfo struct {
 	kind typeKind
+	typ  reflect.Type
+	size uintptr   // of a value: an int or uint is read by its size
 	bits int       // of a float
+	len  int       // of an array
 	elem *typeInfo // of a pointer, slice, array or map; for kindAddr*, the type without its methods
 	// The members of a struct, in key order unless sortFields is set: their order is then
 	// not the same for every subset, and printing a struct sorts the members it prints.
@@ -61,14 +64,29 @@ func (ti *typeInfo) addrFree() bool {
 
 // A typedField is a JSON member of a struct.
 type typedField struct {
-	name      string
-	text      string // the key's text, if the same at every column, else ""
-	index     []int  // as reflect.Value.FieldByIndex, through embedded structs
-	info      *typeInfo
-	omitEmpty bool
-	omitZero  bool
-	isZero    func(reflect.Value) bool // the type's own IsZero, for omitZero
+	name string
+	text string // the key's text, if the same at every column, else ""
+	// Where the field is: the offsets of the embedded pointers to follow, each in the struct
+	// the one before points to, then the offset of the field in the struct last reached.
+	embeds []uintptr
+	offset uintptr
+	info   *typeInfo
+	empty  emptyTest                // for omitempty
+	isZero func(reflect.Value) bool // for omitzero, if set
 }
+
+// An emptyTest is how the omitempty option of a field tests its value, as jsontag.IsEmpty.
+type emptyTest uint8
+
+const (
+	emptyNever  emptyTest = iota // no omitempty, or a struct, which is never empty
+	emptyAlways                  // an array of length 0
+	emptyString                  // a string of length 0
+	emptySlice                   // a slice of length 0
+	emptyMap                     // a map of length 0
+	emptyNil                     // a nil pointer or interface: its first word is nil
+	emptyZero                    // false, 0 or +0.0: all its bytes are zero
+)
 
 var typeInfos struct {
 	sync.Mutex
@@ -111,7 +129,7 @@ func buildInfo(t reflect.Type, allowAddr bool, building map[reflect.Type]*typeIn
 			return ti
 		}
 	}
-	ti := &typeInfo{}
+	ti := &typeInfo{typ: t, size: t.Size()}
 	if allowAddr {
 		building[t] = ti
 	}
@@ -164,7 +182,7 @@ func buildInfo(t reflect.Type, allowAddr bool, building map[reflect.Type]*typeIn
 			ti.kind, ti.elem = kindSlice, buildInfo(t.Elem(), true, building)
 		}
 	case reflect.Array:
-		ti.kind, ti.elem = kindArray, buildInfo(t.Elem(), true, building)
+		ti.kind, ti.elem, ti.len = kindArray, buildInfo(t.Elem(), true, building), t.Len()
 	case reflect.Struct:
 		if fields, ok := structFields(t, building); ok {
 			ti.kind, ti.fields = kindStruct, fields
@@ -179,8 +197,10 @@ func buildInfo(t reflect.Type, allowAddr bool, building map[reflect.Type]*typeIn
 // depth and tags) or one has the ",string" option.
 func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedField, bool) {
 	var fields []typedField
-	var walk func(t reflect.Type, index []int, seen map[reflect.Type]bool) bool
-	walk = func(t reflect.Type, index []int, seen map[reflect.Type]bool) bool {
+	// walk adds the fields of t, a struct at offset in the struct the last of embeds
+	// points to.
+	var walk func(t reflect.Type, embeds []uintptr, offset uintptr, seen map[reflect.Type]bool) bool
+	walk = func(t reflect.Type, embeds []uintptr, offset uintptr, seen map[reflect.Type]bool) bool {
 		if seen[t] {
 			return false // a struct embedded in itself
 		}
@@ -192,7 +212,6 @@ func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedF
 			if !ok {
 				continue
 			}
-			idx := append(index[:len(index):len(index)], i)
 			ft := sf.Type
 			if ft.Name() == "" && ft.Kind() == reflect.Pointer {
 				ft = ft.Elem()
@@ -201,7 +220,11 @@ func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedF
 				return false
 			}
 			if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
-				if !walk(ft, idx, seen) {
+				in, at := embeds, offset+sf.Offset
+				if ft != sf.Type { // through a pointer
+					in, at = append(embeds[:len(embeds):len(embeds)], at), 0
+				}
+				if !walk(ft, in, at, seen) {
 					return false
 				}
 				continue
@@ -210,23 +233,28 @@ func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedF
 				name = sf.Name
 			}
 			f := typedField{
-				name:      name,
-				index:     idx,
-				info:      buildInfo(sf.Type, true, building),
-				omitEmpty: jsontag.HasOption(opts, "omitempty"),
-				omitZero:  jsontag.HasOption(opts, "omitzero"),
+				name:   name,
+				embeds: embeds,
+				offset: offset + sf.Offset,
+				info:   buildInfo(sf.Type, true, building),
 			}
 			if isPlain(name) {
 				f.text = name
 			}
-			if f.omitZero {
+			if jsontag.HasOption(opts, "omitempty") {
+				f.empty = emptyTestOf(sf.Type)
+			}
+			if jsontag.HasOption(opts, "omitzero") {
 				f.isZero = jsontag.ZeroFunc(sf.Type)
+				if f.isZero == nil {
+					f.isZero = reflect.Value.IsZero
+				}
 			}
 			fields = append(fields, f)
 		}
 		return true
 	}
-	if !walk(t, nil, make(map[reflect.Type]bool)) {
+	if !walk(t, nil, 0, make(map[reflect.Type]bool)) {
 		return nil, false
 	}
 	for i := range fields {
@@ -238,6 +266,30 @@ func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedF
 	}
 	sortKeys(fields, func(f typedField) string { return f.name })
 	return fields, true
+}
+
+// emptyTestOf returns the test of jsontag.IsEmpty for values of type t.
+func emptyTestOf(t reflect.Type) emptyTest {
+	switch t.Kind() {
+	case reflect.Array:
+		if t.Len() == 0 {
+			return emptyAlways
+		}
+	case reflect.String:
+		return emptyString
+	case reflect.Slice:
+		return emptySlice
+	case reflect.Map:
+		return emptyMap
+	case reflect.Interface, reflect.Pointer:
+		return emptyNil // an interface is nil if its type word is
+	case reflect.Bool,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return emptyZero // reflect.Value.IsZero: a float is zero if its bits are
+	}
+	return emptyNever
 }
 
 // fixedOrder reports whether the key order is a total order on the names of fields, sorted
