@@ -66,14 +66,14 @@ func MarshalTypedYAML(v any, omitEmpty ...any) ([]byte, bool) {
 	if ti.kind != kindStruct && ti.kind != kindMap || ti.kind == kindMap && p.mapOf(r, ti).IsNil() {
 		return nil, false
 	}
-	p.buf = make([]byte, 0, int(sizeHint.Load()))
-	if !p.object(r, ti, 0, -1) {
+	buf, ok := p.object(make([]byte, 0, int(sizeHint.Load())), r, ti, 0, -1)
+	if !ok {
 		return nil, false
 	}
-	if n := int64(len(p.buf)); n > sizeHint.Load() && n <= 1<<20 {
+	if n := int64(len(buf)); n > sizeHint.Load() && n <= 1<<20 {
 		sizeHint.Store(n)
 	}
-	return p.buf, true
+	return buf, true
 }
 
 // sizeHint is the capacity MarshalTypedYAML starts its text with: the longest text it
@@ -111,9 +111,10 @@ type typedMember struct {
 	info      *typeInfo
 }
 
-// A printer holds the scratch space of one MarshalTypedYAML call.
+// A printer holds the scratch space of one MarshalTypedYAML call. The text being printed
+// goes from call to call as a buf argument and result, rather than in a field of the
+// printer, which would cost a write barrier each time it is set while the collector runs.
 type printer struct {
-	buf     []byte
 	members []typedMember // the members of the objects being printed, innermost last
 	path    []step        // where the value being printed is, for scalarAt
 	prefix  []byte
@@ -121,10 +122,12 @@ type printer struct {
 	order   keyOrder[typedMember]
 	depth   int
 	iter    reflect.MapIter
-	scratch map[reflect.Type]*slots // for the keys and values of maps, and values of interfaces
+	slots   []slots                 // by the slot IDs of typeInfos
+	others  map[reflect.Type]*slots // for the values of interfaces
+	used    []*slots                // the slots given out, to clear
 }
 
-// slots is a slice that printer.slots gives out parts of.
+// slots is a slice that printer.take gives out parts of.
 type slots struct {
 	s    reflect.Value
 	used int
@@ -134,16 +137,11 @@ var printers = sync.Pool{New: func() any {
 	return &printer{order: keyOrder[typedMember]{key: func(m typedMember) string { return m.key }, ascii: true}}
 }}
 
-// slots returns n elements of a slice of type t, from the element at i on, that no other
-// call returns until release.
-func (p *printer) slots(t reflect.Type, n int) (s reflect.Value, i int) {
-	sc := p.scratch[t]
-	if sc == nil {
-		if p.scratch == nil {
-			p.scratch = make(map[reflect.Type]*slots)
-		}
-		sc = &slots{}
-		p.scratch[t] = sc
+// take returns n elements of sc, a slice of type t, from the element at i on, that no
+// other call returns until release.
+func (p *printer) take(sc *slots, t reflect.Type, n int) (s reflect.Value, i int) {
+	if sc.used == 0 {
+		p.used = append(p.used, sc)
 	}
 	if !sc.s.IsValid() || sc.s.Len()-sc.used < n {
 		size := max(2*n, 32)
@@ -159,28 +157,48 @@ func (p *printer) slots(t reflect.Type, n int) (s reflect.Value, i int) {
 	return sc.s, i
 }
 
+// slotsOf returns the slots of ID id.
+func (p *printer) slotsOf(id int) *slots {
+	if id >= len(p.slots) {
+		p.slots = append(p.slots, make([]slots, id+1-len(p.slots))...)
+	}
+	return &p.slots[id]
+}
+
 // copyOut returns the ref of a copy of v in a slot, not addressable.
 func (p *printer) copyOut(v reflect.Value) ref {
-	s, i := p.slots(reflect.SliceOf(v.Type()), 1)
+	t := reflect.SliceOf(v.Type())
+	sc := p.others[t]
+	if sc == nil {
+		if p.others == nil {
+			p.others = make(map[reflect.Type]*slots)
+		}
+		sc = &slots{}
+		p.others[t] = sc
+	}
+	s, i := p.take(sc, t, 1)
 	e := s.Index(i)
 	e.Set(v)
 	return ref{e.Addr().UnsafePointer(), false}
 }
 
 func (p *printer) release() {
-	for t, sc := range p.scratch {
+	for _, sc := range p.used {
 		if sc.s.Len() > 1<<12 {
-			delete(p.scratch, t)
+			*sc = slots{}
 			continue
 		}
 		sc.s.Clear() // keep nothing of the value printed
 		sc.used = 0
 	}
-	p.buf = nil // the caller's
+	clear(p.used)
 	clear(p.members[:cap(p.members)])
 	clear(p.path[:cap(p.path)])
 	clear(p.omit[:cap(p.omit)])
-	p.members, p.path, p.depth = p.members[:0], p.path[:0], 0
+	p.used, p.members, p.path, p.depth = p.used[:0], p.members[:0], p.path[:0], 0
+	if len(p.others) > 64 {
+		p.others = nil
+	}
 	if cap(p.members) <= 1<<12 && cap(p.prefix) <= 1<<16 {
 		printers.Put(p)
 	}
@@ -201,8 +219,8 @@ func (p *printer) collect(r ref, ti *typeInfo, indent int) (int, bool) {
 		// as the values of a map are not.
 		m := p.mapOf(r, ti)
 		n := m.Len()
-		keys, k0 := p.slots(ti.keys, n)
-		vals, v0 := p.slots(ti.vals, n)
+		keys, k0 := p.take(p.slotsOf(ti.slots), ti.keys, n)
+		vals, v0 := p.take(p.slotsOf(ti.slots+1), ti.vals, n)
 		it := &p.iter
 		it.Reset(m)
 		defer it.Reset(reflect.Value{})
@@ -314,17 +332,18 @@ func (p *printer) omitted(r ref, ti *typeInfo) bool {
 	return false
 }
 
-// object prints the struct or map of r, as value does, or at the top if keyLen is -1.
-func (p *printer) object(r ref, ti *typeInfo, indent, keyLen int) bool {
+// object appends the struct or map of r, as value does, or at the top if keyLen is -1.
+func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]byte, bool) {
 	item, top := keyLen == -2, keyLen == -1
 	inline := item
 	if !top {
 		indent += 2
 	}
 	if !top && !item {
-		p.buf[len(p.buf)-1] = '\n' // for the keys below; back to ' ' if none
+		buf[len(buf)-1] = '\n' // for the keys below; back to ' ' if none
 	}
-	at := len(p.buf)
+	start := len(buf)
+	ok := true
 	if ti.kind == kindStruct && !ti.sortFields {
 		// The fields are in key order: print them as they come.
 		n := 0
@@ -332,124 +351,127 @@ func (p *printer) object(r ref, ti *typeInfo, indent, keyLen int) bool {
 			f := &ti.fields[i]
 			fr, present, ok := p.field(r, f)
 			if !ok {
-				return false
+				return buf, false
 			}
 			if !present {
 				continue
 			}
 			if n > 0 || !inline {
-				p.buf = appendSpaces(p.buf, indent)
+				buf = appendSpaces(buf, indent)
 			}
 			n++
-			if !p.member(f.name, f.text, fr, f.info, indent) {
-				return false
+			if buf, ok = p.member(buf, f.name, f.text, fr, f.info, indent); !ok {
+				return buf, false
 			}
 		}
 	} else {
-		base, ok := p.collect(r, ti, indent)
-		if !ok || !p.printMap(base, indent, inline) {
-			return false
+		var base int
+		if base, ok = p.collect(r, ti, indent); !ok {
+			return buf, false
+		}
+		if buf, ok = p.printMap(buf, base, indent, inline); !ok {
+			return buf, false
 		}
 	}
-	if len(p.buf) == at { // no members
+	if len(buf) == start { // no members
 		if !top && !item {
-			p.buf[len(p.buf)-1] = ' '
+			buf[len(buf)-1] = ' '
 		}
-		p.buf = append(p.buf, "{}\n"...)
+		buf = append(buf, "{}\n"...)
 	}
-	return true
+	return buf, true
 }
 
-// member prints the key, of text kt if known, and the value of r of a member whose key is at
-// column indent, after the spaces before the key.
-func (p *printer) member(key, kt string, r ref, ti *typeInfo, indent int) bool {
+// member appends the key, of text kt if known, and the value of r of a member whose key is
+// at column indent, after the spaces before the key.
+func (p *printer) member(buf []byte, key, kt string, r ref, ti *typeInfo, indent int) ([]byte, bool) {
 	if kt == "" {
 		var ok bool
 		if kt, ok = scalarText(key, indent); !ok || len(kt) > maxKeyText {
-			return false
+			return buf, false
 		}
 	}
-	p.buf = append(p.buf, kt...)
-	p.buf = append(p.buf, ':')
+	buf = append(buf, kt...)
+	buf = append(buf, ':')
 	p.path = append(p.path, step{key: key, text: kt})
-	if !p.value(r, ti, indent, len(kt)) {
-		return false
-	}
-	p.path = p.path[:len(p.path)-1]
-	return true
+	buf, ok := p.value(buf, r, ti, indent, len(kt))
+	p.path = p.path[:len(p.path)-1] // left as it is if not ok: the call fails
+	return buf, ok
 }
 
-// printMap prints the members from base on of p.members as a block mapping, as printMap of
-// the transcoder does, and removes them.
-func (p *printer) printMap(base, indent int, inline bool) bool {
+// printMap appends the members from base on of p.members as a block mapping, as printMap
+// of the transcoder does, and removes them.
+func (p *printer) printMap(buf []byte, base, indent int, inline bool) ([]byte, bool) {
 	for i := base; i < len(p.members); i++ {
 		m := p.members[i] // printing the values below may move p.members
 		if i > base || !inline {
-			p.buf = appendSpaces(p.buf, indent)
+			buf = appendSpaces(buf, indent)
 		}
-		if !p.member(m.key, m.text, m.r, m.info, indent) {
-			return false
+		var ok bool
+		if buf, ok = p.member(buf, m.key, m.text, m.r, m.info, indent); !ok {
+			return buf, false
 		}
 	}
 	clear(p.members[base:])
 	p.members = p.members[:base]
-	return true
+	return buf, true
 }
 
-// printSeq prints the n items of elem, the first at r, as a block sequence, as printSeq of
+// printSeq appends the n items of elem, the first at r, as a block sequence, as printSeq of
 // the transcoder does.
-func (p *printer) printSeq(r ref, n int, elem *typeInfo, indent int, inline bool) bool {
+func (p *printer) printSeq(buf []byte, r ref, n int, elem *typeInfo, indent int, inline bool) ([]byte, bool) {
+	p.path = append(p.path, step{item: true})
 	for i := range n {
 		if i > 0 || !inline {
-			p.buf = appendSpaces(p.buf, indent)
+			buf = appendSpaces(buf, indent)
 		}
-		p.buf = append(p.buf, "- "...)
-		p.path = append(p.path, step{item: true})
-		if !p.value(r.at(uintptr(i)*elem.size), elem, indent, -2) {
-			return false
+		buf = append(buf, "- "...)
+		var ok bool
+		if buf, ok = p.value(buf, r.at(uintptr(i)*elem.size), elem, indent, -2); !ok {
+			return buf, false
 		}
-		p.path = p.path[:len(p.path)-1]
 	}
-	return true
+	p.path = p.path[:len(p.path)-1]
+	return buf, true
 }
 
 // maxTypedDepth is the deepest nesting MarshalTypedYAML prints; it declines deeper values,
 // among them cyclic ones, which json.Marshal fails on.
 const maxTypedDepth = 1000
 
-// value prints the value of r, after the key of a member at column indent whose text is
+// value appends the value of r, after the key of a member at column indent whose text is
 // keyLen long, or, if keyLen is -2, as an item after its dash, of a sequence whose dashes
 // are at column indent.
-func (p *printer) value(r ref, ti *typeInfo, indent, keyLen int) bool {
+func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]byte, bool) {
 	if p.depth++; p.depth > maxTypedDepth {
-		return false
+		return buf, false
 	}
-	ok := p.value1(r, ti, indent, keyLen)
+	buf, ok := p.value1(buf, r, ti, indent, keyLen)
 	p.depth--
-	return ok
+	return buf, ok
 }
 
-func (p *printer) value1(r ref, ti *typeInfo, indent, keyLen int) bool {
+func (p *printer) value1(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]byte, bool) {
 	item := keyLen < 0
 	col := indent + keyLen + 2 // where a scalar starts
 	if item {
 		col = indent + 2
 	} else {
-		p.buf = append(p.buf, ' ') // taken back before a block
+		buf = append(buf, ' ') // taken back before a block
 	}
 	for {
 		switch ti.kind {
 		case kindPointer:
 			q := *(*unsafe.Pointer)(r.p)
 			if q == nil {
-				return p.scalar("null")
+				return scalar(buf, "null")
 			}
 			r, ti = ref{q, true}, ti.elem
 			continue
 		case kindInterface:
 			v := reflect.NewAt(ti.typ, r.p).Elem()
 			if v.IsNil() {
-				return p.scalar("null")
+				return scalar(buf, "null")
 			}
 			v = v.Elem()
 			r, ti = p.copyOut(v), infoOf(v.Type())
@@ -465,72 +487,70 @@ func (p *printer) value1(r ref, ti *typeInfo, indent, keyLen int) bool {
 	switch ti.kind {
 	case kindStruct, kindMap:
 		if ti.kind == kindMap && p.mapOf(r, ti).IsNil() {
-			return p.scalar("null")
+			return scalar(buf, "null")
 		}
 		if item {
-			return p.object(r, ti, indent, -2)
+			return p.object(buf, r, ti, indent, -2)
 		}
-		return p.object(r, ti, indent, keyLen)
+		return p.object(buf, r, ti, indent, keyLen)
 	case kindSlice, kindArray:
 		n := ti.len
 		if ti.kind == kindSlice {
 			h := (*sliceHeader)(r.p)
 			if h.data == nil {
-				return p.scalar("null")
+				return scalar(buf, "null")
 			}
 			r, n = ref{h.data, true}, h.len // the items of a slice are addressable
 		}
 		if n == 0 {
-			return p.scalar("[]")
+			return scalar(buf, "[]")
 		}
 		if item {
-			return p.printSeq(r, n, ti.elem, indent+2, true)
+			return p.printSeq(buf, r, n, ti.elem, indent+2, true)
 		}
-		p.buf[len(p.buf)-1] = '\n'
-		return p.printSeq(r, n, ti.elem, indent, false)
+		buf[len(buf)-1] = '\n'
+		return p.printSeq(buf, r, n, ti.elem, indent, false)
 	case kindString:
-		return p.str(*(*string)(r.p), col)
+		return p.str(buf, *(*string)(r.p), col)
 	case kindBytes:
 		b := *(*[]byte)(r.p) // a slice of a byte kind, of the layout of []byte
 		if b == nil {
-			return p.scalar("null")
+			return scalar(buf, "null")
 		}
-		return p.str(base64.StdEncoding.EncodeToString(b), col)
+		return p.str(buf, base64.StdEncoding.EncodeToString(b), col)
 	case kindBool:
-		return p.scalar(strconv.FormatBool(*(*bool)(r.p)))
+		return scalar(buf, strconv.FormatBool(*(*bool)(r.p)))
 	case kindInt:
-		p.buf = strconv.AppendInt(p.buf, intAt(r.p, ti.size), 10)
-		return p.scalar("")
+		return scalar(strconv.AppendInt(buf, intAt(r.p, ti.size), 10), "")
 	case kindUint:
-		p.buf = strconv.AppendUint(p.buf, uintAt(r.p, ti.size), 10)
-		return p.scalar("")
+		return scalar(strconv.AppendUint(buf, uintAt(r.p, ti.size), 10), "")
 	case kindFloat:
 		if ti.bits == 32 {
-			return p.float(float64(*(*float32)(r.p)), 32)
+			return p.float(buf, float64(*(*float32)(r.p)), 32)
 		}
-		return p.float(*(*float64)(r.p), 64)
+		return p.float(buf, *(*float64)(r.p), 64)
 	case kindMarshaler, kindAddrMarshaler:
 		m, ok := methods(r, ti).(json.Marshaler)
 		if !ok {
-			return p.scalar("null") // a nil pointer
+			return scalar(buf, "null") // a nil pointer
 		}
 		data, err := m.MarshalJSON()
 		if err != nil {
-			return false
+			return buf, false
 		}
-		return p.json(data, indent, keyLen, col)
+		return p.json(buf, data, indent, keyLen, col)
 	case kindText, kindAddrText:
 		m, ok := methods(r, ti).(encoding.TextMarshaler)
 		if !ok {
-			return p.scalar("null") // a nil pointer
+			return scalar(buf, "null") // a nil pointer
 		}
 		text, err := m.MarshalText()
 		if err != nil {
-			return false
+			return buf, false
 		}
-		return p.str(string(text), col)
+		return p.str(buf, string(text), col)
 	}
-	return false
+	return buf, false
 }
 
 // methods returns, to call the methods of the value of r, of type ti.typ, the value if it

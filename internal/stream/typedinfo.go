@@ -48,6 +48,7 @@ type typeInfo struct {
 	fields     []typedField
 	sortFields bool
 	keys, vals reflect.Type // of a map, slices of its key and value types
+	slots      int          // of a map, the ID of the printer's slots of keys, and +1 of values
 }
 
 // addrFree reports whether values of the type print the same addressable or not: those
@@ -90,7 +91,8 @@ const (
 
 var typeInfos struct {
 	sync.Mutex
-	m sync.Map // reflect.Type → *typeInfo, complete
+	m     sync.Map // reflect.Type → *typeInfo, complete
+	slots int      // the slot IDs given out
 }
 
 // infoOf returns the typeInfo of t.
@@ -174,6 +176,8 @@ func buildInfo(t reflect.Type, allowAddr bool, building map[reflect.Type]*typeIn
 		if t.Key().Kind() == reflect.String {
 			ti.kind, ti.elem = kindMap, buildInfo(t.Elem(), true, building)
 			ti.keys, ti.vals = reflect.SliceOf(t.Key()), reflect.SliceOf(t.Elem())
+			ti.slots = typeInfos.slots
+			typeInfos.slots += 2
 		}
 	case reflect.Slice:
 		if p := reflect.PointerTo(t.Elem()); t.Elem().Kind() == reflect.Uint8 && !p.Implements(marshalerType) && !p.Implements(textMarshalerType) {
