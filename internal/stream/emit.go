@@ -165,7 +165,7 @@ func scalarText(s string, col int) (string, bool) {
 	return t, true
 }
 
-// isPlain reports whether the YAML library writes s as it is: s starts with a letter, has
+// isPlain reports whether the YAML library writes s as it is: s starts with a letter or /, has
 // only letters, digits and . _ / - = and colons not at its end, and is not a word such as
 // "yes" that reads as something other than a string.
 func isPlain(s string) bool {
@@ -177,15 +177,16 @@ func isPlain(s string) bool {
 		if len(s) <= 5 && strings.IndexByte("yYnNtTfFoO", c) >= 0 && isYAMLWord(s) {
 			return false
 		}
+	case c == '/': // a path
 	default:
 		return false
 	}
 	for i := 1; i < len(s); i++ {
-		if c := s[i]; !plainByte[c] && (c != ':' || i == len(s)-1) {
+		if !plainByte[s[i]] {
 			return false
 		}
 	}
-	return true
+	return s[len(s)-1] != ':'
 }
 
 // isYAMLWord reports whether s is one of the words starting with a letter that the YAML
@@ -200,10 +201,10 @@ func isYAMLWord(s string) bool {
 	return false
 }
 
-// plainByte marks the bytes isPlain allows after the first but for colons.
+// plainByte marks the bytes isPlain allows after the first.
 var plainByte = func() (plain [256]bool) {
 	for c := range 256 {
-		plain[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._/-=", byte(c)) >= 0
+		plain[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._/-=:", byte(c)) >= 0
 	}
 	return plain
 }()

@@ -109,7 +109,13 @@ func TestIsPlainSameAsLibrary(t *testing.T) {
 			strs = append(strs, letters[i:i+1]+letters[j:j+1])
 		}
 	}
-	strs = append(strs, "yes1", "no-", "on.x", "off/", "nullx", "truee", "n:", "o:x", "a.b_c/d-e=f:g", "Never")
+	strs = append(strs, "yes1", "no-", "on.x", "off/", "nullx", "truee", "n:", "o:x", "a.b_c/d-e=f:g", "Never",
+		"/", "//", "/a", "/yes", "/1", "/a:b", "/a:", "/:", "/-", "/.", "/etc/train/config.yaml", "/a=b_c.d")
+	for _, s := range strs {
+		if s != "" && !isPlain(s) && s[0] == '/' && s[len(s)-1] != ':' {
+			t.Errorf("isPlain(%q) = false, want true", s)
+		}
+	}
 	for _, s := range strs {
 		data, err := goyaml.Marshal(s)
 		if err != nil {

@@ -63,7 +63,7 @@ func MarshalTypedYAML(v any, omitEmpty ...any) ([]byte, bool) {
 	} else if ti.kind == kindStruct || ti.kind == kindMap {
 		r = p.copyOut(rv) // as json.Marshal has it, not addressable
 	}
-	if ti.kind != kindStruct && ti.kind != kindMap || ti.kind == kindMap && p.mapOf(r, ti).IsNil() {
+	if ti.kind != kindStruct && ti.kind != kindMap || ti.kind == kindMap && isNilMap(r.p) {
 		return nil, false
 	}
 	buf, ok := p.object(make([]byte, 0, int(sizeHint.Load())), r, ti, 0, -1)
@@ -91,12 +91,6 @@ type ref struct {
 
 // at returns the ref of a value off bytes into the value of r, such as a field of a struct.
 func (r ref) at(off uintptr) ref { return ref{unsafe.Add(r.p, off), r.addr} }
-
-// sliceHeader is the layout of every slice value, as reflect's unsafeheader.Slice.
-type sliceHeader struct {
-	data     unsafe.Pointer
-	len, cap int
-}
 
 // An omitted is a struct of omitEmpty.
 type omitted struct {
@@ -268,7 +262,7 @@ func (p *printer) field(r ref, f *typedField) (fr ref, present, ok bool) {
 		r.addr = true // reached through a pointer
 	}
 	fr = r.at(f.offset)
-	if f.empty != emptyNever && isEmpty(fr.p, f) {
+	if f.omitsEmpty(fr.p) {
 		return fr, false, true
 	}
 	if f.isZero != nil && f.isZero(reflect.NewAt(f.info.typ, fr.p).Elem()) {
@@ -279,33 +273,6 @@ func (p *printer) field(r ref, f *typedField) (fr ref, present, ok bool) {
 		return fr, !empty, ok
 	}
 	return fr, true, true
-}
-
-// isEmpty reports whether the value at v of the field f is empty, as jsontag.IsEmpty.
-func isEmpty(v unsafe.Pointer, f *typedField) bool {
-	switch f.empty {
-	case emptyAlways:
-		return true
-	case emptyString:
-		return len(*(*string)(v)) == 0
-	case emptySlice:
-		return (*sliceHeader)(v).len == 0
-	case emptyMap:
-		return reflect.NewAt(f.info.typ, v).Elem().Len() == 0
-	case emptyNil:
-		return *(*unsafe.Pointer)(v) == nil
-	case emptyZero:
-		switch f.info.size {
-		case 1:
-			return *(*uint8)(v) == 0
-		case 2:
-			return *(*uint16)(v) == 0
-		case 4:
-			return *(*uint32)(v) == 0
-		}
-		return *(*uint64)(v) == 0
-	}
-	return false
 }
 
 // empty reports whether the struct of r prints as {}.
@@ -349,12 +316,18 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 		n := 0
 		for i := range ti.fields {
 			f := &ti.fields[i]
-			fr, present, ok := p.field(r, f)
-			if !ok {
-				return buf, false
-			}
-			if !present {
-				continue
+			fr := r.at(f.offset)
+			if f.direct {
+				if f.omitsEmpty(fr.p) {
+					continue
+				}
+			} else {
+				var present, ok bool
+				if fr, present, ok = p.field(r, f); !ok {
+					return buf, false
+				} else if !present {
+					continue
+				}
 			}
 			if n > 0 || !inline {
 				buf = appendSpaces(buf, indent)
@@ -392,6 +365,17 @@ func (p *printer) member(buf []byte, key, kt string, r ref, ti *typeInfo, indent
 		}
 	}
 	buf = append(buf, kt...)
+	switch ti.kind { // the scalars that print the fast way, without the path
+	case kindString:
+		if t, ok := scalarText(*(*string)(r.p), indent+len(kt)+2); ok {
+			buf = append(buf, ": "...)
+			return scalar(buf, t)
+		}
+	case kindInt:
+		return scalar(strconv.AppendInt(append(buf, ": "...), intAt(r.p, ti.size), 10), "")
+	case kindBool:
+		return scalar(append(buf, ": "...), strconv.FormatBool(*(*bool)(r.p)))
+	}
 	buf = append(buf, ':')
 	p.path = append(p.path, step{key: key, text: kt})
 	buf, ok := p.value(buf, r, ti, indent, len(kt))
@@ -426,8 +410,15 @@ func (p *printer) printSeq(buf []byte, r ref, n int, elem *typeInfo, indent int,
 			buf = appendSpaces(buf, indent)
 		}
 		buf = append(buf, "- "...)
+		v := r.at(uintptr(i) * elem.size)
+		if elem.kind == kindString { // the fast way, as member
+			if t, ok := scalarText(*(*string)(v.p), indent+2); ok {
+				buf, _ = scalar(buf, t)
+				continue
+			}
+		}
 		var ok bool
-		if buf, ok = p.value(buf, r.at(uintptr(i)*elem.size), elem, indent, -2); !ok {
+		if buf, ok = p.value(buf, v, elem, indent, -2); !ok {
 			return buf, false
 		}
 	}
@@ -459,7 +450,10 @@ func (p *printer) value1(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 	} else {
 		buf = append(buf, ' ') // taken back before a block
 	}
-	for {
+	for n := 0; ; n++ {
+		if n > maxTypedDepth {
+			return buf, false // pointers or interfaces that point to themselves
+		}
 		switch ti.kind {
 		case kindPointer:
 			q := *(*unsafe.Pointer)(r.p)
@@ -486,7 +480,7 @@ func (p *printer) value1(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 	}
 	switch ti.kind {
 	case kindStruct, kindMap:
-		if ti.kind == kindMap && p.mapOf(r, ti).IsNil() {
+		if ti.kind == kindMap && isNilMap(r.p) {
 			return scalar(buf, "null")
 		}
 		if item {

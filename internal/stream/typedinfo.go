@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"sync"
+	"unsafe"
 
 	"github.com/starpod/starpod/internal/jsontag"
 )
@@ -65,15 +66,19 @@ func (ti *typeInfo) addrFree() bool {
 
 // A typedField is a JSON member of a struct.
 type typedField struct {
-	name string
-	text string // the key's text, if the same at every column, else ""
 	// Where the field is: the offsets of the embedded pointers to follow, each in the struct
 	// the one before points to, then the offset of the field in the struct last reached.
-	embeds []uintptr
 	offset uintptr
-	info   *typeInfo
-	empty  emptyTest                // for omitempty
-	isZero func(reflect.Value) bool // for omitzero, if set
+	embeds []uintptr
+	empty  emptyTest // for omitempty
+	// Whether the field prints unless omitempty leaves it out: it is in no embedded struct
+	// through a pointer, has no omitzero, and is no struct, which omitEmpty may name.
+	direct  bool
+	emptyAt uintptr // for emptyWord, the offset of the word in the field
+	info    *typeInfo
+	name    string
+	text    string                   // the key's text, if the same at every column, else ""
+	isZero  func(reflect.Value) bool // for omitzero, if set
 }
 
 // An emptyTest is how the omitempty option of a field tests its value, as jsontag.IsEmpty.
@@ -82,12 +87,59 @@ type emptyTest uint8
 const (
 	emptyNever  emptyTest = iota // no omitempty, or a struct, which is never empty
 	emptyAlways                  // an array of length 0
-	emptyString                  // a string of length 0
-	emptySlice                   // a slice of length 0
 	emptyMap                     // a map of length 0
-	emptyNil                     // a nil pointer or interface: its first word is nil
-	emptyZero                    // false, 0 or +0.0: all its bytes are zero
+	emptyZero                    // false, 0 or +0.0 of less than a word: all its bytes are zero
+	// A word of the field is zero: the length of a string or slice, the pointer of a
+	// pointer, the type of an interface (nil if it is), or a number of a word.
+	emptyWord
 )
+
+// stringHeader and sliceHeader are the layouts of every string and slice, as reflect's
+// unsafeheader.String and unsafeheader.Slice.
+type (
+	stringHeader struct {
+		data unsafe.Pointer
+		len  int
+	}
+	sliceHeader struct {
+		data     unsafe.Pointer
+		len, cap int
+	}
+)
+
+// isNilMap reports whether the map at v is nil. A map is one word, a pointer to the
+// runtime's map, nil for a nil map: reflect.Value.IsNil reads it so.
+func isNilMap(v unsafe.Pointer) bool { return *(*unsafe.Pointer)(v) == nil }
+
+// omitsEmpty reports whether the omitempty option of f leaves out the value at v, as
+// jsontag.IsEmpty does.
+func (f *typedField) omitsEmpty(v unsafe.Pointer) bool {
+	if f.empty == emptyWord {
+		return *(*uintptr)(unsafe.Add(v, f.emptyAt)) == 0
+	}
+	return f.empty != emptyNever && f.isEmpty(v)
+}
+
+// isEmpty is omitsEmpty for the tests but emptyWord.
+func (f *typedField) isEmpty(v unsafe.Pointer) bool {
+	switch f.empty {
+	case emptyAlways:
+		return true
+	case emptyMap:
+		return isNilMap(v) || reflect.NewAt(f.info.typ, v).Elem().Len() == 0
+	case emptyZero:
+		switch f.info.size {
+		case 1:
+			return *(*uint8)(v) == 0
+		case 2:
+			return *(*uint16)(v) == 0
+		case 4:
+			return *(*uint32)(v) == 0
+		}
+		return *(*uint64)(v) == 0
+	}
+	return false
+}
 
 var typeInfos struct {
 	sync.Mutex
@@ -246,7 +298,7 @@ func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedF
 				f.text = name
 			}
 			if jsontag.HasOption(opts, "omitempty") {
-				f.empty = emptyTestOf(sf.Type)
+				f.empty, f.emptyAt = emptyTestOf(sf.Type)
 			}
 			if jsontag.HasOption(opts, "omitzero") {
 				f.isZero = jsontag.ZeroFunc(sf.Type)
@@ -254,6 +306,7 @@ func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedF
 					f.isZero = reflect.Value.IsZero
 				}
 			}
+			f.direct = len(f.embeds) == 0 && f.isZero == nil && f.info.kind != kindStruct
 			fields = append(fields, f)
 		}
 		return true
@@ -272,28 +325,33 @@ func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedF
 	return fields, true
 }
 
-// emptyTestOf returns the test of jsontag.IsEmpty for values of type t.
-func emptyTestOf(t reflect.Type) emptyTest {
+// emptyTestOf returns the test of jsontag.IsEmpty for values of type t, and for emptyWord
+// the offset of the word it tests.
+func emptyTestOf(t reflect.Type) (emptyTest, uintptr) {
 	switch t.Kind() {
 	case reflect.Array:
 		if t.Len() == 0 {
-			return emptyAlways
+			return emptyAlways, 0
 		}
 	case reflect.String:
-		return emptyString
+		return emptyWord, unsafe.Offsetof(stringHeader{}.len)
 	case reflect.Slice:
-		return emptySlice
+		return emptyWord, unsafe.Offsetof(sliceHeader{}.len)
 	case reflect.Map:
-		return emptyMap
+		return emptyMap, 0
 	case reflect.Interface, reflect.Pointer:
-		return emptyNil // an interface is nil if its type word is
+		return emptyWord, 0
 	case reflect.Bool,
 		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
 		reflect.Float32, reflect.Float64:
-		return emptyZero // reflect.Value.IsZero: a float is zero if its bits are
+		// reflect.Value.IsZero: a float is zero if its bits are.
+		if t.Size() == unsafe.Sizeof(uintptr(0)) {
+			return emptyWord, 0
+		}
+		return emptyZero, 0
 	}
-	return emptyNever
+	return emptyNever, 0
 }
 
 // fixedOrder reports whether the key order is a total order on the names of fields, sorted
