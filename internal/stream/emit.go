@@ -181,8 +181,14 @@ func isPlain(s string) bool {
 	default:
 		return false
 	}
-	for i := 1; i < len(s); i++ {
-		if !plainByte[s[i]] {
+	t := s[1:]
+	for ; len(t) >= 4; t = t[4:] { // four bytes a test
+		if plainByte[t[0]]&plainByte[t[1]]&plainByte[t[2]]&plainByte[t[3]] == 0 {
+			return false
+		}
+	}
+	for i := range len(t) {
+		if plainByte[t[i]] == 0 {
 			return false
 		}
 	}
@@ -201,10 +207,12 @@ func isYAMLWord(s string) bool {
 	return false
 }
 
-// plainByte marks the bytes isPlain allows after the first.
-var plainByte = func() (plain [256]bool) {
+// plainByte is 1 for the bytes isPlain allows after the first, else 0.
+var plainByte = func() (plain [256]uint8) {
 	for c := range 256 {
-		plain[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._/-=:", byte(c)) >= 0
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._/-=:", byte(c)) >= 0 {
+			plain[c] = 1
+		}
 	}
 	return plain
 }()

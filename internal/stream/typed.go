@@ -207,6 +207,24 @@ func (p *printer) mapOf(r ref, ti *typeInfo) reflect.Value {
 // order, for an object whose keys are at column indent, and returns where they start.
 func (p *printer) collect(r ref, ti *typeInfo, indent int) (int, bool) {
 	base := len(p.members)
+	if ti.kind == kindMap && ti.strings {
+		// As below, without reflect.
+		m := *(*map[string]string)(r.p)
+		s, i := p.take(p.slotsOf(ti.slots+1), ti.vals, len(m))
+		vals := unsafe.Slice((*string)(s.UnsafePointer()), s.Len())[i : i+len(m)]
+		i = 0
+		for k, v := range m {
+			kt, ok := scalarText(k, indent)
+			if !ok || len(kt) > maxKeyText {
+				return base, false
+			}
+			vals[i] = v
+			p.members = append(p.members, typedMember{key: k, text: kt, r: ref{unsafe.Pointer(&vals[i]), false}, info: ti.elem})
+			i++
+		}
+		p.order.sort(p.members[base:])
+		return base, true
+	}
 	if ti.kind == kindMap {
 		// Copy the keys and values into slices: a map's own values cannot be pointed to,
 		// and each costs an allocation to copy out alone. The copies are not addressable,

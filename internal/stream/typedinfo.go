@@ -50,6 +50,7 @@ type typeInfo struct {
 	sortFields bool
 	keys, vals reflect.Type // of a map, slices of its key and value types
 	slots      int          // of a map, the ID of the printer's slots of keys, and +1 of values
+	strings    bool         // of a map, whether it is a map[string]string
 }
 
 // addrFree reports whether values of the type print the same addressable or not: those
@@ -230,6 +231,7 @@ func buildInfo(t reflect.Type, allowAddr bool, building map[reflect.Type]*typeIn
 			ti.keys, ti.vals = reflect.SliceOf(t.Key()), reflect.SliceOf(t.Elem())
 			ti.slots = typeInfos.slots
 			typeInfos.slots += 2
+			ti.strings = t == reflect.TypeFor[map[string]string]()
 		}
 	case reflect.Slice:
 		if p := reflect.PointerTo(t.Elem()); t.Elem().Kind() == reflect.Uint8 && !p.Implements(marshalerType) && !p.Implements(textMarshalerType) {
