@@ -89,9 +89,10 @@ const (
 	emptyNever  emptyTest = iota // no omitempty, or a struct, which is never empty
 	emptyAlways                  // an array of length 0
 	emptyMap                     // a map of length 0
-	emptyZero                    // false, 0 or +0.0 of less than a word: all its bytes are zero
+	emptyZero                    // false or 0 of less than a word: all its bytes are zero
+	emptyFloat                   // 0.0 or -0.0
 	// A word of the field is zero: the length of a string or slice, the pointer of a
-	// pointer, the type of an interface (nil if it is), or a number of a word.
+	// pointer, the type of an interface (nil if it is), or an integer of a word.
 	emptyWord
 )
 
@@ -128,6 +129,11 @@ func (f *typedField) isEmpty(v unsafe.Pointer) bool {
 		return true
 	case emptyMap:
 		return isNilMap(v) || reflect.NewAt(f.info.typ, v).Elem().Len() == 0
+	case emptyFloat:
+		if f.info.size == 4 {
+			return *(*float32)(v) == 0
+		}
+		return *(*float64)(v) == 0
 	case emptyZero:
 		switch f.info.size {
 		case 1:
@@ -343,11 +349,11 @@ func emptyTestOf(t reflect.Type) (emptyTest, uintptr) {
 		return emptyMap, 0
 	case reflect.Interface, reflect.Pointer:
 		return emptyWord, 0
+	case reflect.Float32, reflect.Float64:
+		return emptyFloat, 0 // reflect.Value.IsZero: -0.0 is zero too
 	case reflect.Bool,
 		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64:
-		// reflect.Value.IsZero: a float is zero if its bits are.
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		if t.Size() == unsafe.Sizeof(uintptr(0)) {
 			return emptyWord, 0
 		}
