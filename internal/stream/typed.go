@@ -332,7 +332,14 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 	if ti.kind == kindStruct && !ti.sortFields {
 		// The fields are in key order: print them as they come.
 		n := 0
-		for i := range ti.fields {
+		skips := ti.skips
+		for i := 0; i < len(ti.fields); i++ {
+			for i < len(skips) && skips[i] != noSkip && *(*uintptr)(unsafe.Add(r.p, skips[i])) == 0 {
+				i++ // a field that omitempty leaves out, found the fast way
+			}
+			if i == len(ti.fields) {
+				break
+			}
 			f := &ti.fields[i]
 			fr := r.at(f.offset)
 			if f.direct {

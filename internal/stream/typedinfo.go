@@ -47,6 +47,7 @@ type typeInfo struct {
 	// The members of a struct, in key order unless sortFields is set: their order is then
 	// not the same for every subset, and printing a struct sorts the members it prints.
 	fields     []typedField
+	skips      []uintptr // by field, the offset of the word of an emptyWord direct field, else noSkip
 	sortFields bool
 	keys, vals reflect.Type // of a map, slices of its key and value types
 	slots      int          // of a map, the ID of the printer's slots of keys, and +1 of values
@@ -64,6 +65,9 @@ func (ti *typeInfo) addrFree() bool {
 	}
 	return false
 }
+
+// noSkip marks in typeInfo.skips the fields that printer.object does not skip the fast way.
+const noSkip = ^uintptr(0)
 
 // A typedField is a JSON member of a struct.
 type typedField struct {
@@ -251,6 +255,13 @@ func buildInfo(t reflect.Type, allowAddr bool, building map[reflect.Type]*typeIn
 		if fields, ok := structFields(t, building); ok {
 			ti.kind, ti.fields = kindStruct, fields
 			ti.sortFields = !fixedOrder(fields)
+			ti.skips = make([]uintptr, len(fields))
+			for i, f := range fields {
+				ti.skips[i] = noSkip
+				if f.direct && f.empty == emptyWord {
+					ti.skips[i] = f.offset + f.emptyAt
+				}
+			}
 		}
 	}
 	return ti
