@@ -341,9 +341,9 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 				break
 			}
 			f := &ti.fields[i]
-			fr := r.at(f.offset)
+			var fr ref
 			if f.direct {
-				if f.omitsEmpty(fr.p) {
+				if fr = r.at(f.offset); f.omitsEmpty(fr.p) {
 					continue
 				}
 			} else {
