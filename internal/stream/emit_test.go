@@ -128,6 +128,28 @@ func TestIsPlainSameAsLibrary(t *testing.T) {
 	}
 }
 
+// TestAppendScalarTextSameAsLibrary checks appendScalarText against the YAML library for
+// strings of digits, which it quotes without asking the library, and a few others.
+func TestAppendScalarTextSameAsLibrary(t *testing.T) {
+	strs := []string{"0", "00", "08", "0123", "1", "29500", "18446744073709551616", "1e3", "1_0", "-1", "a1", "1a", "/x"}
+	for _, n := range []int{19, 20, 40, 299, 300, 301, 320, 400} {
+		strs = append(strs, strings.Repeat("9", n), "0"+strings.Repeat("7", n-1))
+	}
+	for _, s := range strs {
+		data, err := goyaml.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := appendScalarText([]byte("x"), s, 0)
+		if ok && string(got[1:])+"\n" != string(data) {
+			t.Errorf("appendScalarText(%q) = %q, but the YAML library writes %q", s, got[1:], data)
+		}
+		if !ok && quotesDigits(s) {
+			t.Errorf("appendScalarText(%q) fails", s)
+		}
+	}
+}
+
 func TestKeyOrder(t *testing.T) {
 	keys := []string{"a10", "a9", "a", "B", "b", "_x", "1", "10", "2", "a01", "a1", "x-y", "x.y", "xy"}
 	m := map[string]any{}

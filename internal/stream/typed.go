@@ -392,9 +392,8 @@ func (p *printer) member(buf []byte, key, kt string, r ref, ti *typeInfo, indent
 	buf = append(buf, kt...)
 	switch ti.kind { // the scalars that print the fast way, without the path
 	case kindString:
-		if t, ok := scalarText(*(*string)(r.p), indent+len(kt)+2); ok {
-			buf = append(buf, ": "...)
-			return scalar(buf, t)
+		if b, ok := appendScalarText(append(buf, ": "...), *(*string)(r.p), indent+len(kt)+2); ok {
+			return append(b, '\n'), true
 		}
 	case kindInt:
 		return scalar(strconv.AppendInt(append(buf, ": "...), intAt(r.p, ti.size), 10), "")
@@ -437,8 +436,8 @@ func (p *printer) printSeq(buf []byte, r ref, n int, elem *typeInfo, indent int,
 		buf = append(buf, "- "...)
 		v := r.at(uintptr(i) * elem.size)
 		if elem.kind == kindString { // the fast way, as member
-			if t, ok := scalarText(*(*string)(v.p), indent+2); ok {
-				buf, _ = scalar(buf, t)
+			if b, ok := appendScalarText(buf, *(*string)(v.p), indent+2); ok {
+				buf = append(b, '\n')
 				continue
 			}
 		}

@@ -20,8 +20,8 @@ func scalar(buf []byte, s string) ([]byte, bool) {
 
 // str appends the string s starting at column col, as printScalar of the transcoder does.
 func (p *printer) str(buf []byte, s string, col int) ([]byte, bool) {
-	if t, ok := scalarText(s, col); ok {
-		return scalar(buf, t)
+	if b, ok := appendScalarText(buf, s, col); ok {
+		return append(b, '\n'), true
 	}
 	if !utf8.ValidString(s) {
 		return buf, false // json.Marshal replaces its bytes that are not UTF-8
