@@ -116,7 +116,7 @@ type printer struct {
 	order   keyOrder[typedMember]
 	depth   int
 	iter    reflect.MapIter
-	slots   []slots                 // by the slot IDs of typeInfos
+	slots   []*slots                // by the slot IDs of typeInfos
 	others  map[reflect.Type]*slots // for the values of interfaces
 	used    []*slots                // the slots given out, to clear
 }
@@ -134,7 +134,7 @@ var printers = sync.Pool{New: func() any {
 // take returns n elements of sc, a slice of type t, from the element at i on, that no
 // other call returns until release.
 func (p *printer) take(sc *slots, t reflect.Type, n int) (s reflect.Value, i int) {
-	if sc.used == 0 {
+	if sc.used == 0 && n > 0 {
 		p.used = append(p.used, sc)
 	}
 	if !sc.s.IsValid() || sc.s.Len()-sc.used < n {
@@ -154,9 +154,12 @@ func (p *printer) take(sc *slots, t reflect.Type, n int) (s reflect.Value, i int
 // slotsOf returns the slots of ID id.
 func (p *printer) slotsOf(id int) *slots {
 	if id >= len(p.slots) {
-		p.slots = append(p.slots, make([]slots, id+1-len(p.slots))...)
+		p.slots = append(p.slots, make([]*slots, id+1-len(p.slots))...)
 	}
-	return &p.slots[id]
+	if p.slots[id] == nil {
+		p.slots[id] = &slots{} // apart, so that p.used stays valid as p.slots grows
+	}
+	return p.slots[id]
 }
 
 // copyOut returns the ref of a copy of v in a slot, not addressable.
@@ -569,43 +572,4 @@ func (p *printer) value1(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 		return p.str(buf, string(text), col)
 	}
 	return buf, false
-}
-
-// methods returns, to call the methods of the value of r, of type ti.typ, the value if it
-// is a pointer (nil if it is nil), else a pointer to it: its methods are those of the value
-// and, where encoding/json calls them, of its pointer. Neither allocates.
-func methods(r ref, ti *typeInfo) any {
-	if ti.typ.Kind() == reflect.Pointer {
-		if *(*unsafe.Pointer)(r.p) == nil {
-			return nil
-		}
-		return reflect.NewAt(ti.typ, r.p).Elem().Interface()
-	}
-	return reflect.NewAt(ti.typ, r.p).Interface()
-}
-
-// intAt returns the signed integer of size bytes at v.
-func intAt(v unsafe.Pointer, size uintptr) int64 {
-	switch size {
-	case 1:
-		return int64(*(*int8)(v))
-	case 2:
-		return int64(*(*int16)(v))
-	case 4:
-		return int64(*(*int32)(v))
-	}
-	return *(*int64)(v)
-}
-
-// uintAt returns the unsigned integer of size bytes at v.
-func uintAt(v unsafe.Pointer, size uintptr) uint64 {
-	switch size {
-	case 1:
-		return uint64(*(*uint8)(v))
-	case 2:
-		return uint64(*(*uint16)(v))
-	case 4:
-		return uint64(*(*uint32)(v))
-	}
-	return *(*uint64)(v)
 }

@@ -54,18 +54,6 @@ type typeInfo struct {
 	strings    bool         // of a map, whether it is a map[string]string
 }
 
-// addrFree reports whether values of the type print the same addressable or not: those
-// of the kinds whose methods encoding/json calls only through an addressable value may
-// hold such values.
-func (ti *typeInfo) addrFree() bool {
-	switch ti.kind {
-	case kindBool, kindInt, kindUint, kindFloat, kindString, kindBytes, kindMarshaler, kindText,
-		kindPointer, kindSlice, kindMap, kindInterface:
-		return true
-	}
-	return false
-}
-
 // noSkip marks in typeInfo.skips the fields that printer.object does not skip the fast way.
 const noSkip = ^uintptr(0)
 

@@ -1,12 +1,13 @@
 package stream
 
-// This file defines how MarshalTypedYAML prints scalars: strings, numbers, and the JSON text
-// of a type's own MarshalJSON.
+// This file defines how MarshalTypedYAML prints scalars: strings, numbers, and the text of a
+// type's own MarshalJSON or MarshalText.
 
 import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -92,4 +93,43 @@ func simpleString(data []byte) (string, bool) {
 		}
 	}
 	return unsafe.String(unsafe.SliceData(in), len(in)), true // data is the caller's alone
+}
+
+// methods returns, to call the methods of the value of r, of type ti.typ, the value if it
+// is a pointer (nil if it is nil), else a pointer to it: its methods are those of the value
+// and, where encoding/json calls them, of its pointer. Neither allocates.
+func methods(r ref, ti *typeInfo) any {
+	if ti.typ.Kind() == reflect.Pointer {
+		if *(*unsafe.Pointer)(r.p) == nil {
+			return nil
+		}
+		return reflect.NewAt(ti.typ, r.p).Elem().Interface()
+	}
+	return reflect.NewAt(ti.typ, r.p).Interface()
+}
+
+// intAt returns the signed integer of size bytes at v.
+func intAt(v unsafe.Pointer, size uintptr) int64 {
+	switch size {
+	case 1:
+		return int64(*(*int8)(v))
+	case 2:
+		return int64(*(*int16)(v))
+	case 4:
+		return int64(*(*int32)(v))
+	}
+	return *(*int64)(v)
+}
+
+// uintAt returns the unsigned integer of size bytes at v.
+func uintAt(v unsafe.Pointer, size uintptr) uint64 {
+	switch size {
+	case 1:
+		return uint64(*(*uint8)(v))
+	case 2:
+		return uint64(*(*uint16)(v))
+	case 4:
+		return uint64(*(*uint32)(v))
+	}
+	return *(*uint64)(v)
 }
