@@ -344,22 +344,32 @@ func TestMarshalTypedYAMLLayout(t *testing.T) {
 			Slices: map[string][]typedPtrJSON{"s": {{5}}},
 		}, false},
 		{"pointer to pointer", func() any { p := &typedInner{A: 1}; return &p }(), false},
+		{"maps of new types", &struct {
+			A map[string]int8
+			B map[string]uint16
+			C map[string][]string
+			D map[string]map[string]bool
+			E map[string]float32
+		}{map[string]int8{"a": -1}, map[string]uint16{}, map[string][]string{"c": {"x"}, "d": nil},
+			map[string]map[string]bool{"d": {"t": true}, "e": nil}, map[string]float32{"f": 0.5}}, false},
 		{"interface cycle", map[string]any{"x": self}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := MarshalTypedYAML(tc.v)
-			if ok == tc.declined {
-				t.Fatalf("declined: got %v, want %v", !ok, tc.declined)
-			}
-			if !ok {
-				return
-			}
-			want, err := MarshalYAML(tc.v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("(-want +got)\n%s", diff)
+			for range 2 { // the second time with the printer's slots made
+				got, ok := MarshalTypedYAML(tc.v)
+				if ok == tc.declined {
+					t.Fatalf("declined: got %v, want %v", !ok, tc.declined)
+				}
+				if !ok {
+					return
+				}
+				want, err := MarshalYAML(tc.v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(string(want), string(got)); diff != "" {
+					t.Errorf("(-want +got)\n%s", diff)
+				}
 			}
 		})
 	}
