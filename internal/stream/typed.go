@@ -110,10 +110,11 @@ type typedMember struct {
 // printer, which would cost a write barrier each time it is set while the collector runs.
 type printer struct {
 	members []typedMember // the members of the objects being printed, innermost last
+	index   []int32       // for each of members, the index of the one to print in its place
 	path    []step        // where the value being printed is, for scalarAt
 	prefix  []byte
 	omit    []omitted
-	order   keyOrder[typedMember]
+	order   keyOrder[int32] // of indexes of members, by their keys
 	depth   int
 	iter    reflect.MapIter
 	slots   []*slots                // by the slot IDs of typeInfos
@@ -128,7 +129,9 @@ type slots struct {
 }
 
 var printers = sync.Pool{New: func() any {
-	return &printer{order: keyOrder[typedMember]{key: func(m typedMember) string { return m.key }, ascii: true}}
+	p := new(printer)
+	p.order = keyOrder[int32]{key: func(i int32) string { return p.members[i].key }, ascii: true}
+	return p
 }}
 
 // take returns n elements of sc, a slice of type t, from the element at i on, that no
@@ -189,10 +192,10 @@ func (p *printer) release() {
 		sc.used = 0
 	}
 	clear(p.used)
-	clear(p.members[:cap(p.members)])
+	clear(p.members[:len(p.members)]) // printMap clears those it prints
 	clear(p.path[:cap(p.path)])
 	clear(p.omit[:cap(p.omit)])
-	p.used, p.members, p.path, p.depth = p.used[:0], p.members[:0], p.path[:0], 0
+	p.used, p.members, p.index, p.path, p.depth = p.used[:0], p.members[:0], p.index[:0], p.path[:0], 0
 	if len(p.others) > 64 {
 		p.others = nil
 	}
@@ -211,7 +214,8 @@ func (p *printer) mapOf(r ref, ti *typeInfo) reflect.Value {
 func (p *printer) collect(r ref, ti *typeInfo, indent int) (int, bool) {
 	base := len(p.members)
 	if ti.kind == kindMap && ti.strings {
-		// As below, without reflect.
+		// The most common map, copied as below but without reflect: its slots are a
+		// []string.
 		m := *(*map[string]string)(r.p)
 		s, i := p.take(p.slotsOf(ti.slots+1), ti.vals, len(m))
 		vals := unsafe.Slice((*string)(s.UnsafePointer()), s.Len())[i : i+len(m)]
@@ -225,7 +229,7 @@ func (p *printer) collect(r ref, ti *typeInfo, indent int) (int, bool) {
 			p.members = append(p.members, typedMember{key: k, text: kt, r: ref{unsafe.Pointer(&vals[i]), false}, info: ti.elem})
 			i++
 		}
-		p.order.sort(p.members[base:])
+		p.sort(base)
 		return base, true
 	}
 	if ti.kind == kindMap {
@@ -251,7 +255,7 @@ func (p *printer) collect(r ref, ti *typeInfo, indent int) (int, bool) {
 			ev.SetIterValue(it)
 			p.members = append(p.members, typedMember{key: k, text: kt, r: ref{ev.Addr().UnsafePointer(), false}, info: ti.elem})
 		}
-		p.order.sort(p.members[base:])
+		p.sort(base)
 		return base, true
 	}
 	for i := range ti.fields {
@@ -265,9 +269,26 @@ func (p *printer) collect(r ref, ti *typeInfo, indent int) (int, bool) {
 		}
 	}
 	if ti.sortFields {
-		p.order.sort(p.members[base:])
+		p.sort(base)
+	} else {
+		p.index = appendIndexes(p.index, base, len(p.members))
 	}
 	return base, true
+}
+
+// sort sets p.index from base on to the indexes of the members from base on, in key order.
+// Sorting indexes rather than members moves no pointers, which cost write barriers.
+func (p *printer) sort(base int) {
+	p.index = appendIndexes(p.index, base, len(p.members))
+	p.order.sort(p.index[base:])
+}
+
+// appendIndexes appends to index the indexes from i to j.
+func appendIndexes(index []int32, i, j int) []int32 {
+	for ; i < j; i++ {
+		index = append(index, int32(i))
+	}
+	return index
 }
 
 // field returns the field f of the struct of r, and whether it prints: it does not if it is
@@ -410,11 +431,11 @@ func (p *printer) member(buf []byte, key, kt string, r ref, ti *typeInfo, indent
 	return buf, ok
 }
 
-// printMap appends the members from base on of p.members as a block mapping, as printMap
-// of the transcoder does, and removes them.
+// printMap appends the members from base on of p.members, in the order of p.index, as a
+// block mapping, as printMap of the transcoder does, and removes them.
 func (p *printer) printMap(buf []byte, base, indent int, inline bool) ([]byte, bool) {
 	for i := base; i < len(p.members); i++ {
-		m := p.members[i] // printing the values below may move p.members
+		m := p.members[p.index[i]] // printing the values below may move p.members
 		if i > base || !inline {
 			buf = appendSpaces(buf, indent)
 		}
@@ -424,7 +445,7 @@ func (p *printer) printMap(buf []byte, base, indent int, inline bool) ([]byte, b
 		}
 	}
 	clear(p.members[base:])
-	p.members = p.members[:base]
+	p.members, p.index = p.members[:base], p.index[:base]
 	return buf, true
 }
 
