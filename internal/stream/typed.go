@@ -343,6 +343,9 @@ func (p *printer) omitted(r ref, ti *typeInfo) bool {
 
 // object appends the struct or map of r, as value does, or at the top if keyLen is -1.
 func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]byte, bool) {
+	if p.depth++; p.depth > maxTypedDepth {
+		return buf, false
+	}
 	item, top := keyLen == -2, keyLen == -1
 	inline := item
 	if !top {
@@ -401,6 +404,7 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 		}
 		buf = append(buf, "{}\n"...)
 	}
+	p.depth--
 	return buf, true
 }
 
@@ -452,6 +456,9 @@ func (p *printer) printMap(buf []byte, base, indent int, inline bool) ([]byte, b
 // printSeq appends the n items of elem, the first at r, as a block sequence, as printSeq of
 // the transcoder does.
 func (p *printer) printSeq(buf []byte, r ref, n int, elem *typeInfo, indent int, inline bool) ([]byte, bool) {
+	if p.depth++; p.depth > maxTypedDepth {
+		return buf, false
+	}
 	p.path = append(p.path, step{item: true})
 	for i := range n {
 		if i > 0 || !inline {
@@ -471,26 +478,18 @@ func (p *printer) printSeq(buf []byte, r ref, n int, elem *typeInfo, indent int,
 		}
 	}
 	p.path = p.path[:len(p.path)-1]
+	p.depth--
 	return buf, true
 }
 
-// maxTypedDepth is the deepest nesting MarshalTypedYAML prints; it declines deeper values,
-// among them cyclic ones, which json.Marshal fails on.
+// maxTypedDepth is the deepest nesting of objects and sequences MarshalTypedYAML prints; it
+// declines deeper values, among them cyclic ones, which json.Marshal fails on.
 const maxTypedDepth = 1000
 
 // value appends the value of r, after the key of a member at column indent whose text is
 // keyLen long, or, if keyLen is -2, as an item after its dash, of a sequence whose dashes
 // are at column indent.
 func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]byte, bool) {
-	if p.depth++; p.depth > maxTypedDepth {
-		return buf, false
-	}
-	buf, ok := p.value1(buf, r, ti, indent, keyLen)
-	p.depth--
-	return buf, ok
-}
-
-func (p *printer) value1(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]byte, bool) {
 	item := keyLen < 0
 	col := indent + keyLen + 2 // where a scalar starts
 	if item {
