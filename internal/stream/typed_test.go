@@ -374,3 +374,27 @@ func TestMarshalTypedYAMLLayout(t *testing.T) {
 		})
 	}
 }
+
+// typedRecA and typedRecB hold each other, B holding A by value, so that the table of B is
+// made while that of A is in the making.
+type typedRecA struct {
+	B *typedRecB `json:"b,omitempty"`
+}
+
+type typedRecB struct {
+	A typedRecA `json:"a"`
+	N int       `json:"num"`
+}
+
+// TestMarshalTypedYAMLOmitInTheMaking checks that a struct of omitEmpty is left out where its
+// field's table was made while the struct's own was in the making.
+func TestMarshalTypedYAMLOmitInTheMaking(t *testing.T) {
+	v := &typedRecA{B: &typedRecB{N: 1}}
+	got, ok := MarshalTypedYAML(v, &v.B.A)
+	if !ok {
+		t.Fatal("declined")
+	}
+	if want := "b:\n  num: 1\n"; string(got) != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -313,7 +313,8 @@ func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedF
 					f.isZero = reflect.Value.IsZero
 				}
 			}
-			f.direct = len(f.embeds) == 0 && f.isZero == nil && f.info.kind != kindStruct
+			// By the kind of the type, not of f.info, which may be in the making.
+			f.direct = len(f.embeds) == 0 && f.isZero == nil && sf.Type.Kind() != reflect.Struct
 			fields = append(fields, f)
 		}
 		return true
