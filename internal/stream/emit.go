@@ -253,16 +253,16 @@ const (
 // quotedText returns the text the YAML library gives the string s when s is alone on a
 // line, if s is printable ASCII and that text is one line.
 func quotedText(s string) (string, bool) {
+	quoted.RLock()
+	t, ok := quoted.m[s]
+	quoted.RUnlock()
+	if ok { // it holds only printable ASCII
+		return t, t != ""
+	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < ' ' || s[i] > '~' {
 			return "", false
 		}
-	}
-	quoted.RLock()
-	t, ok := quoted.m[s]
-	quoted.RUnlock()
-	if ok {
-		return t, t != ""
 	}
 	data, err := goyaml.Marshal(s)
 	if err != nil {
