@@ -226,7 +226,7 @@ func (p *printer) collect(r ref, ti *typeInfo, indent int) (int, bool) {
 				return base, false
 			}
 			vals[i] = v
-			p.members = append(p.members, typedMember{key: k, text: kt, r: ref{unsafe.Pointer(&vals[i]), false}, info: ti.elem})
+			p.addMember(k, kt, ref{unsafe.Pointer(&vals[i]), false}, ti.elem)
 			i++
 		}
 		p.sort(base)
@@ -253,7 +253,7 @@ func (p *printer) collect(r ref, ti *typeInfo, indent int) (int, bool) {
 			}
 			ev := vals.Index(v0 + i)
 			ev.SetIterValue(it)
-			p.members = append(p.members, typedMember{key: k, text: kt, r: ref{ev.Addr().UnsafePointer(), false}, info: ti.elem})
+			p.addMember(k, kt, ref{ev.Addr().UnsafePointer(), false}, ti.elem)
 		}
 		p.sort(base)
 		return base, true
@@ -265,7 +265,7 @@ func (p *printer) collect(r ref, ti *typeInfo, indent int) (int, bool) {
 			return base, false
 		}
 		if present {
-			p.members = append(p.members, typedMember{key: f.name, text: f.text, r: fr, info: f.info})
+			p.addMember(f.name, f.text, fr, f.info)
 		}
 	}
 	if ti.sortFields {
@@ -274,6 +274,30 @@ func (p *printer) collect(r ref, ti *typeInfo, indent int) (int, bool) {
 		p.index = appendIndexes(p.index, base, len(p.members))
 	}
 	return base, true
+}
+
+// addMember appends a member to p.members. It sets the fields of the new member one by one:
+// copying a whole struct that holds pointers costs a bulk write barrier while the collector
+// runs, each pointer set alone a cheaper one.
+func (p *printer) addMember(key, text string, r ref, info *typeInfo) {
+	if len(p.members) == cap(p.members) {
+		p.members = append(p.members, typedMember{})
+	} else {
+		p.members = p.members[:len(p.members)+1]
+	}
+	m := &p.members[len(p.members)-1]
+	m.key, m.text, m.r, m.info = key, text, r, info
+}
+
+// push appends a step to p.path, as addMember appends a member.
+func (p *printer) push(key, text string, item bool) {
+	if len(p.path) == cap(p.path) {
+		p.path = append(p.path, step{})
+	} else {
+		p.path = p.path[:len(p.path)+1]
+	}
+	s := &p.path[len(p.path)-1]
+	s.key, s.text, s.item = key, text, item
 }
 
 // sort sets p.index from base on to the indexes of the members from base on, in key order.
@@ -429,7 +453,7 @@ func (p *printer) member(buf []byte, key, kt string, r ref, ti *typeInfo, indent
 		return scalar(append(buf, ": "...), strconv.FormatBool(*(*bool)(r.p)))
 	}
 	buf = append(buf, ':')
-	p.path = append(p.path, step{key: key, text: kt})
+	p.push(key, kt, false)
 	buf, ok := p.value(buf, r, ti, indent, len(kt))
 	p.path = p.path[:len(p.path)-1] // left as it is if not ok: the call fails
 	return buf, ok
@@ -459,7 +483,7 @@ func (p *printer) printSeq(buf []byte, r ref, n int, elem *typeInfo, indent int,
 	if p.depth++; p.depth > maxTypedDepth {
 		return buf, false
 	}
-	p.path = append(p.path, step{item: true})
+	p.push("", "", true)
 	for i := range n {
 		if i > 0 || !inline {
 			buf = appendSpaces(buf, indent)
