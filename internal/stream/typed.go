@@ -126,6 +126,9 @@ type printer struct {
 type slots struct {
 	s    reflect.Value
 	used int
+	// The slots given out, a slice of the type of s, for release to clear them alone:
+	// reflect.Value.Slice would allocate.
+	given sliceHeader
 }
 
 var printers = sync.Pool{New: func() any {
@@ -188,8 +191,10 @@ func (p *printer) release() {
 			*sc = slots{}
 			continue
 		}
-		sc.s.Clear() // keep nothing of the value printed
-		sc.used = 0
+		// Keep nothing of the value printed.
+		sc.given = sliceHeader{sc.s.UnsafePointer(), sc.used, sc.used}
+		reflect.NewAt(sc.s.Type(), unsafe.Pointer(&sc.given)).Elem().Clear()
+		sc.given, sc.used = sliceHeader{}, 0
 	}
 	clear(p.used)
 	clear(p.members[:len(p.members)]) // printMap clears those it prints
