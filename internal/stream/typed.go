@@ -126,9 +126,10 @@ type printer struct {
 type slots struct {
 	s    reflect.Value
 	used int
-	// The slots given out, a slice of the type of s, for release to clear them alone:
-	// reflect.Value.Slice would allocate.
+	// The slots given out, a slice of the type of s seen through view, for release to
+	// clear them alone: reflect.Value.Slice would allocate.
 	given sliceHeader
+	view  reflect.Value
 }
 
 var printers = sync.Pool{New: func() any {
@@ -192,8 +193,11 @@ func (p *printer) release() {
 			continue
 		}
 		// Keep nothing of the value printed.
+		if !sc.view.IsValid() {
+			sc.view = reflect.NewAt(sc.s.Type(), unsafe.Pointer(&sc.given)).Elem()
+		}
 		sc.given = sliceHeader{sc.s.UnsafePointer(), sc.used, sc.used}
-		reflect.NewAt(sc.s.Type(), unsafe.Pointer(&sc.given)).Elem().Clear()
+		sc.view.Clear()
 		sc.given, sc.used = sliceHeader{}, 0
 	}
 	clear(p.used)
@@ -388,15 +392,13 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 	if ti.kind == kindStruct && !ti.sortFields {
 		// The fields are in key order: print them as they come.
 		n := 0
-		skips := ti.skips
-		for i := 0; i < len(ti.fields); i++ {
-			for i < len(skips) && skips[i] != noSkip && *(*uintptr)(unsafe.Add(r.p, skips[i])) == 0 {
-				i++ // a field that omitempty leaves out, found the fast way
+		fields := ti.fields
+		skips := ti.skips[:len(fields)]
+		for i := range fields {
+			if at := skips[i]; at != noSkip && *(*uintptr)(unsafe.Add(r.p, at)) == 0 {
+				continue // a field that omitempty leaves out, found the fast way
 			}
-			if i == len(ti.fields) {
-				break
-			}
-			f := &ti.fields[i]
+			f := &fields[i]
 			var fr ref
 			if f.direct {
 				if fr = r.at(f.offset); f.omitsEmpty(fr.p) {
