@@ -186,6 +186,7 @@ func (p *printer) copyOut(v reflect.Value) ref {
 	return ref{e.Addr().UnsafePointer(), false}
 }
 
+// release clears p of everything of the value printed and puts it back in the pool.
 func (p *printer) release() {
 	for _, sc := range p.used {
 		if sc.s.Len() > 1<<12 {
