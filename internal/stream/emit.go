@@ -289,6 +289,12 @@ const spaces = "                                                                
 
 // appendSpaces appends n spaces to buf.
 func appendSpaces(buf []byte, n int) []byte {
+	if l := len(buf); n <= 16 && cap(buf)-l >= 16 {
+		// Sixteen spaces in two stores rather than a call of memmove; those past n are
+		// past the length of the result.
+		*(*[16]byte)(buf[l : l+16]) = [16]byte([]byte(spaces[:16]))
+		return buf[:l+n]
+	}
 	for n > len(spaces) {
 		buf = append(buf, spaces...)
 		n -= len(spaces)
