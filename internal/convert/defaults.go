@@ -81,7 +81,8 @@ func (d *PodDefaults) Remove(v any) {
 // the pod straight from its fields with stream.MarshalTypedYAML, and through its JSON text
 // what that declines.
 func (d *PodDefaults) MarshalYAML(pod *corev1.Pod) ([]byte, error) {
-	if out, ok := stream.MarshalTypedYAML(pod, d.omitted(pod)...); ok {
+	var buf [8]any // MarshalTypedYAML keeps no slice: omitted stays on the stack
+	if out, ok := stream.MarshalTypedYAML(pod, d.appendOmitted(buf[:0], pod)...); ok {
 		return out, nil
 	}
 	return d.marshalJSONYAML(pod)
@@ -90,11 +91,13 @@ func (d *PodDefaults) MarshalYAML(pod *corev1.Pod) ([]byte, error) {
 // omitted returns pointers to the structs of pod that d removes where they are empty, for
 // stream.MarshalTypedYAML: the status, and the resources of each container, unless the
 // document held them.
-func (d *PodDefaults) omitted(pod *corev1.Pod) []any {
+func (d *PodDefaults) omitted(pod *corev1.Pod) []any { return d.appendOmitted(nil, pod) }
+
+// appendOmitted appends to omit what omitted returns.
+func (d *PodDefaults) appendOmitted(omit []any, pod *corev1.Pod) []any {
 	if d == nil {
-		return nil
+		return omit
 	}
-	var omit []any
 	if !d.status {
 		omit = append(omit, &pod.Status)
 	}

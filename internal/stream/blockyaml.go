@@ -328,9 +328,9 @@ func isDecimal(text []byte) bool {
 }
 
 // isDigits reports whether text is all decimal digits.
-func isDigits(text []byte) bool {
-	for _, c := range text {
-		if c < '0' || c > '9' {
+func isDigits[T string | []byte](text T) bool {
+	for i := 0; i < len(text); i++ {
+		if c := text[i]; c < '0' || c > '9' {
 			return false
 		}
 	}

@@ -165,7 +165,28 @@ func scalarText(s string, col int) (string, bool) {
 	return t, true
 }
 
-// isPlain reports whether the YAML library writes s as it is: s starts with a letter, has
+// appendScalarText appends to buf the text scalarText gives s, and whether it gives one,
+// without making a string of the text of a number.
+func appendScalarText(buf []byte, s string, col int) ([]byte, bool) {
+	if isPlain(s) {
+		return append(buf, s...), true
+	}
+	if quotesDigits(s) {
+		buf = append(buf, '"')
+		buf = append(buf, s...)
+		return append(buf, '"'), true
+	}
+	t, ok := scalarText(s, col)
+	return append(buf, t...), ok
+}
+
+// quotesDigits reports whether s is digits that the YAML library reads as an int or a float,
+// which it quotes with double quotes: all of them but numbers too large for a float.
+func quotesDigits(s string) bool {
+	return len(s) > 0 && len(s) <= 300 && isDigits(s)
+}
+
+// isPlain reports whether the YAML library writes s as it is: s starts with a letter or /, has
 // only letters, digits and . _ / - = and colons not at its end, and is not a word such as
 // "yes" that reads as something other than a string.
 func isPlain(s string) bool {
@@ -174,24 +195,45 @@ func isPlain(s string) bool {
 	}
 	switch c := s[0]; {
 	case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-		if len(s) <= 5 && strings.IndexByte("yYnNtTfFoO", c) >= 0 {
+		if len(s) <= 5 && strings.IndexByte("yYnNtTfFoO", c) >= 0 && isYAMLWord(s) {
 			return false
 		}
+	case c == '/': // a path
 	default:
 		return false
 	}
-	for i := 1; i < len(s); i++ {
-		if c := s[i]; !plainByte[c] && (c != ':' || i == len(s)-1) {
+	t := s[1:]
+	for ; len(t) >= 4; t = t[4:] { // four bytes a test
+		if plainByte[t[0]]&plainByte[t[1]]&plainByte[t[2]]&plainByte[t[3]] == 0 {
 			return false
 		}
 	}
-	return true
+	for i := range len(t) {
+		if plainByte[t[i]] == 0 {
+			return false
+		}
+	}
+	return s[len(s)-1] != ':'
 }
 
-// plainByte marks the bytes isPlain allows after the first but for colons.
-var plainByte = func() (plain [256]bool) {
+// isYAMLWord reports whether s is one of the words starting with a letter that the YAML
+// library reads as a bool or null (the words of its resolve table), which it quotes.
+func isYAMLWord(s string) bool {
+	switch s {
+	case "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON",
+		"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF",
+		"null", "Null", "NULL":
+		return true
+	}
+	return false
+}
+
+// plainByte is 1 for the bytes isPlain allows after the first, else 0.
+var plainByte = func() (plain [256]uint8) {
 	for c := range 256 {
-		plain[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._/-=", byte(c)) >= 0
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._/-=:", byte(c)) >= 0 {
+			plain[c] = 1
+		}
 	}
 	return plain
 }()
@@ -211,16 +253,16 @@ const (
 // quotedText returns the text the YAML library gives the string s when s is alone on a
 // line, if s is printable ASCII and that text is one line.
 func quotedText(s string) (string, bool) {
+	quoted.RLock()
+	t, ok := quoted.m[s]
+	quoted.RUnlock()
+	if ok { // it holds only printable ASCII
+		return t, t != ""
+	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < ' ' || s[i] > '~' {
 			return "", false
 		}
-	}
-	quoted.RLock()
-	t, ok := quoted.m[s]
-	quoted.RUnlock()
-	if ok {
-		return t, t != ""
 	}
 	data, err := goyaml.Marshal(s)
 	if err != nil {
@@ -247,6 +289,12 @@ const spaces = "                                                                
 
 // appendSpaces appends n spaces to buf.
 func appendSpaces(buf []byte, n int) []byte {
+	if l := len(buf); n <= 16 && cap(buf)-l >= 16 {
+		// Sixteen spaces in two stores rather than a call of memmove; those past n are
+		// past the length of the result.
+		*(*[16]byte)(buf[l : l+16]) = [16]byte([]byte(spaces[:16]))
+		return buf[:l+n]
+	}
 	for n > len(spaces) {
 		buf = append(buf, spaces...)
 		n -= len(spaces)

@@ -86,6 +86,70 @@ func TestEmitYAMLSameAsLibrary(t *testing.T) {
 	}
 }
 
+// TestIsPlainSameAsLibrary checks that the YAML library writes as they are the strings
+// isPlain says it does, and, for strings of letters, only those: every way of writing the
+// words it reads as bools or null, and all strings of one or two letters.
+func TestIsPlainSameAsLibrary(t *testing.T) {
+	var strs []string
+	for _, w := range []string{"y", "yes", "n", "no", "true", "false", "on", "off", "null", "name", "team", "tcp", "never", "one", "nil"} {
+		for mask := range 1 << len(w) {
+			b := []byte(w)
+			for i := range b {
+				if mask&(1<<i) != 0 {
+					b[i] -= 'a' - 'A'
+				}
+			}
+			strs = append(strs, string(b))
+		}
+	}
+	letters := "abnoNOtTfFyYzZ"
+	for i := range len(letters) {
+		strs = append(strs, letters[i:i+1])
+		for j := range len(letters) {
+			strs = append(strs, letters[i:i+1]+letters[j:j+1])
+		}
+	}
+	strs = append(strs, "yes1", "no-", "on.x", "off/", "nullx", "truee", "n:", "o:x", "a.b_c/d-e=f:g", "Never",
+		"/", "//", "/a", "/yes", "/1", "/a:b", "/a:", "/:", "/-", "/.", "/etc/train/config.yaml", "/a=b_c.d")
+	for _, s := range strs {
+		if s != "" && !isPlain(s) && s[0] == '/' && s[len(s)-1] != ':' {
+			t.Errorf("isPlain(%q) = false, want true", s)
+		}
+	}
+	for _, s := range strs {
+		data, err := goyaml.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain := string(data) == s+"\n"
+		if got := isPlain(s); got && !plain || !got && plain && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" {
+			t.Errorf("isPlain(%q) = %v, but the YAML library writes %q", s, got, data)
+		}
+	}
+}
+
+// TestAppendScalarTextSameAsLibrary checks appendScalarText against the YAML library for
+// strings of digits, which it quotes without asking the library, and a few others.
+func TestAppendScalarTextSameAsLibrary(t *testing.T) {
+	strs := []string{"0", "00", "08", "0123", "1", "29500", "18446744073709551616", "1e3", "1_0", "-1", "a1", "1a", "/x"}
+	for _, n := range []int{19, 20, 40, 299, 300, 301, 320, 400} {
+		strs = append(strs, strings.Repeat("9", n), "0"+strings.Repeat("7", n-1))
+	}
+	for _, s := range strs {
+		data, err := goyaml.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := appendScalarText([]byte("x"), s, 0)
+		if ok && string(got[1:])+"\n" != string(data) {
+			t.Errorf("appendScalarText(%q) = %q, but the YAML library writes %q", s, got[1:], data)
+		}
+		if !ok && quotesDigits(s) {
+			t.Errorf("appendScalarText(%q) fails", s)
+		}
+	}
+}
+
 func TestKeyOrder(t *testing.T) {
 	keys := []string{"a10", "a9", "a", "B", "b", "_x", "1", "10", "2", "a01", "a1", "x-y", "x.y", "xy"}
 	m := map[string]any{}

@@ -3,21 +3,23 @@ package stream
 // This file defines MarshalTypedYAML, which prints a typed value as YAML text straight from
 // the value, walking it by reflection over a table of each type's JSON members, rather than
 // encoding it as JSON text with encoding/json and printing that text.
+//
+// The printer reaches values through unsafe.Pointer, by the offsets of struct fields and the
+// strides of slices that the table holds, as reflect does inside, rather than through
+// reflect.Value: that costs a few instructions a field rather than a call. Each pointer it
+// holds points into the value printed, or into the printer's slots (copies of map entries
+// and interface values), and is live for the collector as any pointer is; it only reads
+// through them.
 
 import (
-	"bytes"
 	"encoding"
 	"encoding/base64"
 	"encoding/json"
-	"math"
 	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 	"unsafe"
-
-	"github.com/starpod/starpod/internal/jsontag"
 )
 
 // MarshalTypedYAML returns the text that MarshalYAML gives v, a pointer to a struct or a map,
@@ -46,23 +48,32 @@ func MarshalTypedYAML(v any, omitEmpty ...any) ([]byte, bool) {
 		p.omit = append(p.omit, omitted{ov.Type().Elem(), ov.UnsafePointer()})
 	}
 	ti := infoOf(rv.Type())
-	for ti.kind == kindPointer {
+	var r ref
+	if ti.kind == kindPointer {
 		if rv.IsNil() {
 			return nil, false
 		}
-		rv, ti = rv.Elem(), ti.elem
+		r, ti = ref{rv.UnsafePointer(), true}, ti.elem
+		for ti.kind == kindPointer {
+			if r.p = *(*unsafe.Pointer)(r.p); r.p == nil {
+				return nil, false
+			}
+			ti = ti.elem
+		}
+	} else if ti.kind == kindStruct || ti.kind == kindMap {
+		r = p.copyOut(rv) // as json.Marshal has it, not addressable
 	}
-	if ti.kind != kindStruct && ti.kind != kindMap || ti.kind == kindMap && rv.IsNil() {
+	if ti.kind != kindStruct && ti.kind != kindMap || ti.kind == kindMap && isNilMap(r.p) {
 		return nil, false
 	}
-	p.buf = make([]byte, 0, int(sizeHint.Load()))
-	if !p.object(rv, ti, 0, -1) {
+	buf, ok := p.object(make([]byte, 0, int(sizeHint.Load())), r, ti, 0, -1)
+	if !ok {
 		return nil, false
 	}
-	if n := int64(len(p.buf)); n > sizeHint.Load() && n <= 1<<20 {
+	if n := int64(len(buf)); n > sizeHint.Load() && n <= 1<<20 {
 		sizeHint.Store(n)
 	}
-	return p.buf, true
+	return buf, true
 }
 
 // sizeHint is the capacity MarshalTypedYAML starts its text with: the longest text it
@@ -70,6 +81,16 @@ func MarshalTypedYAML(v any, omitEmpty ...any) ([]byte, bool) {
 var sizeHint atomic.Int64
 
 func init() { sizeHint.Store(1024) }
+
+// A ref is where a value being printed is, and whether encoding/json, walking to it by
+// reflection, finds it addressable: then it calls the methods of its pointer.
+type ref struct {
+	p    unsafe.Pointer
+	addr bool
+}
+
+// at returns the ref of a value off bytes into the value of r, such as a field of a struct.
+func (r ref) at(off uintptr) ref { return ref{unsafe.Add(r.p, off), r.addr} }
 
 // An omitted is a struct of omitEmpty.
 type omitted struct {
@@ -80,162 +101,91 @@ type omitted struct {
 // A typedMember is a member of an object being printed.
 type typedMember struct {
 	key, text string // the key, and its text if known ("" if not)
-	v         reflect.Value
+	r         ref
 	info      *typeInfo
 }
 
-// A printer holds the scratch space of one MarshalTypedYAML call.
+// A printer holds the scratch space of one MarshalTypedYAML call. The text being printed
+// goes from call to call as a buf argument and result, rather than in a field of the
+// printer, which would cost a write barrier each time it is set while the collector runs.
 type printer struct {
-	buf     []byte
 	members []typedMember // the members of the objects being printed, innermost last
+	index   []int32       // for each of members, the index of the one to print in its place
 	path    []step        // where the value being printed is, for scalarAt
 	prefix  []byte
 	omit    []omitted
-	order   keyOrder[typedMember]
+	order   keyOrder[int32] // of indexes of members, by their keys
 	depth   int
 	iter    reflect.MapIter
-	scratch map[reflect.Type]*slots // for the keys and values of maps
-}
-
-// slots is a slice that printer.slots gives out parts of.
-type slots struct {
-	s    reflect.Value
-	used int
+	slots   []*slots                // by the slot IDs of typeInfos
+	others  map[reflect.Type]*slots // for the values of interfaces
+	used    []*slots                // the slots given out, to clear
 }
 
 var printers = sync.Pool{New: func() any {
-	return &printer{order: keyOrder[typedMember]{key: func(m typedMember) string { return m.key }, ascii: true}}
+	p := new(printer)
+	p.order = keyOrder[int32]{key: func(i int32) string { return p.members[i].key }, ascii: true}
+	return p
 }}
 
-// slots returns n elements of a slice of type t, from the element at i on, that no other
-// call returns until release.
-func (p *printer) slots(t reflect.Type, n int) (s reflect.Value, i int) {
-	sc := p.scratch[t]
-	if sc == nil {
-		if p.scratch == nil {
-			p.scratch = make(map[reflect.Type]*slots)
-		}
-		sc = &slots{}
-		p.scratch[t] = sc
-	}
-	if !sc.s.IsValid() || sc.s.Len()-sc.used < n {
-		size := max(2*n, 32)
-		if sc.s.IsValid() {
-			// The values of the full slice that members hold stay valid: the slice
-			// goes, not cleared, to the collector.
-			size = max(size, 2*sc.s.Len())
-		}
-		sc.s, sc.used = reflect.MakeSlice(t, size, size), 0
-	}
-	i = sc.used
-	sc.used += n
-	return sc.s, i
-}
-
+// release clears p of everything of the value printed and puts it back in the pool.
 func (p *printer) release() {
-	for t, sc := range p.scratch {
+	for _, sc := range p.used {
 		if sc.s.Len() > 1<<12 {
-			delete(p.scratch, t)
+			*sc = slots{}
 			continue
 		}
-		sc.s.Clear() // keep nothing of the value printed
-		sc.used = 0
+		// Keep nothing of the value printed.
+		if !sc.view.IsValid() {
+			sc.view = reflect.NewAt(sc.s.Type(), unsafe.Pointer(&sc.given)).Elem()
+		}
+		sc.given = sliceHeader{sc.s.UnsafePointer(), sc.used, sc.used}
+		sc.view.Clear()
+		sc.given, sc.used = sliceHeader{}, 0
 	}
-	p.buf = nil // the caller's
-	clear(p.members[:cap(p.members)])
+	clear(p.used)
+	clear(p.members[:len(p.members)]) // printMap clears those it prints
 	clear(p.path[:cap(p.path)])
-	p.members, p.path, p.depth = p.members[:0], p.path[:0], 0
+	clear(p.omit[:cap(p.omit)])
+	p.used, p.members, p.index, p.path, p.depth = p.used[:0], p.members[:0], p.index[:0], p.path[:0], 0
+	if len(p.others) > 64 {
+		p.others = nil
+	}
 	if cap(p.members) <= 1<<12 && cap(p.prefix) <= 1<<16 {
 		printers.Put(p)
 	}
 }
 
-// collect appends to p.members the members of the struct or map v that print, in key
-// order, for an object whose keys are at column indent, and returns where they start.
-func (p *printer) collect(v reflect.Value, ti *typeInfo, indent int) (int, bool) {
-	base := len(p.members)
-	if ti.kind == kindMap {
-		// Copy the keys, and the values where being addressable does not change how they
-		// print, into slices: a map's own values are not addressable, and each costs an
-		// allocation to copy out alone.
-		n := v.Len()
-		keys, k0 := p.slots(ti.keys, n)
-		var vals reflect.Value
-		v0 := 0
-		if ti.elem.addrFree() {
-			vals, v0 = p.slots(ti.vals, n)
-		}
-		it := &p.iter
-		it.Reset(v)
-		defer it.Reset(reflect.Value{})
-		for i := 0; it.Next(); i++ {
-			kv := keys.Index(k0 + i)
-			kv.SetIterKey(it)
-			k := kv.String()
-			kt, ok := scalarText(k, indent)
-			if !ok || len(kt) > maxKeyText {
-				return base, false // printMap declines it
+// field returns the field f of the struct of r, and whether it prints: it does not if it is
+// in a nil embedded struct, if its omitempty or omitzero option leaves it out, or if it is an
+// empty struct of p.omit.
+func (p *printer) field(r ref, f *typedField) (fr ref, present, ok bool) {
+	if len(f.embeds) > 0 {
+		for _, off := range f.embeds {
+			if r.p = *(*unsafe.Pointer)(unsafe.Add(r.p, off)); r.p == nil {
+				return r, false, true
 			}
-			var ev reflect.Value
-			if vals.IsValid() {
-				ev = vals.Index(v0 + i)
-				ev.SetIterValue(it)
-			} else {
-				ev = it.Value()
-			}
-			p.members = append(p.members, typedMember{key: k, text: kt, v: ev, info: ti.elem})
 		}
-		p.order.sort(p.members[base:])
-		return base, true
+		r.addr = true // reached through a pointer
 	}
-	for i := range ti.fields {
-		f := &ti.fields[i]
-		fv, present, ok := p.field(v, f)
-		if !ok {
-			return base, false
-		}
-		if present {
-			p.members = append(p.members, typedMember{key: f.name, text: f.text, v: fv, info: f.info})
-		}
+	fr = r.at(f.offset)
+	if f.omitsEmpty(fr.p) {
+		return fr, false, true
 	}
-	if ti.sortFields {
-		p.order.sort(p.members[base:])
+	if f.isZero != nil && f.isZero(reflect.NewAt(f.info.typ, fr.p).Elem()) {
+		return fr, false, true
 	}
-	return base, true
+	if f.info.kind == kindStruct && len(p.omit) > 0 && p.omitted(fr, f.info) {
+		empty, ok := p.empty(fr, f.info)
+		return fr, !empty, ok
+	}
+	return fr, true, true
 }
 
-// field returns the value of the field f of the struct v, and whether it prints: it does
-// not if it is in a nil embedded struct, if its omitempty or omitzero option leaves it out,
-// or if it is an empty struct of p.omit.
-func (p *printer) field(v reflect.Value, f *typedField) (fv reflect.Value, present, ok bool) {
-	if len(f.index) == 1 {
-		fv = v.Field(f.index[0])
-	} else {
-		fv = v
-		for j, x := range f.index {
-			if j > 0 && fv.Kind() == reflect.Pointer {
-				if fv.IsNil() {
-					return fv, false, true
-				}
-				fv = fv.Elem()
-			}
-			fv = fv.Field(x)
-		}
-	}
-	if f.omitEmpty && jsontag.IsEmpty(fv) || f.omitZero && (f.isZero == nil && fv.IsZero() || f.isZero != nil && f.isZero(fv)) {
-		return fv, false, true
-	}
-	if f.info.kind == kindStruct && len(p.omit) > 0 && p.omitted(fv) {
-		empty, ok := p.empty(fv, f.info)
-		return fv, !empty, ok
-	}
-	return fv, true, true
-}
-
-// empty reports whether the struct v prints as {}.
-func (p *printer) empty(v reflect.Value, ti *typeInfo) (empty, ok bool) {
+// empty reports whether the struct of r prints as {}.
+func (p *printer) empty(r ref, ti *typeInfo) (empty, ok bool) {
 	for i := range ti.fields {
-		_, present, ok := p.field(v, &ti.fields[i])
+		_, present, ok := p.field(r, &ti.fields[i])
 		if !ok || present {
 			return !present, ok
 		}
@@ -243,156 +193,195 @@ func (p *printer) empty(v reflect.Value, ti *typeInfo) (empty, ok bool) {
 	return true, true
 }
 
-// object prints the struct or map v, as value does, or at the top if keyLen is -1.
-func (p *printer) object(v reflect.Value, ti *typeInfo, indent, keyLen int) bool {
-	item, top := keyLen == -2, keyLen == -1
-	inline := item
-	if !top {
-		indent += 2
-	}
-	if !top && !item {
-		p.buf[len(p.buf)-1] = '\n' // for the keys below; back to ' ' if none
-	}
-	at := len(p.buf)
-	if ti.kind == kindStruct && !ti.sortFields {
-		// The fields are in key order: print them as they come.
-		n := 0
-		for i := range ti.fields {
-			f := &ti.fields[i]
-			fv, present, ok := p.field(v, f)
-			if !ok {
-				return false
-			}
-			if !present {
-				continue
-			}
-			if n > 0 || !inline {
-				p.buf = appendSpaces(p.buf, indent)
-			}
-			n++
-			if !p.member(f.name, f.text, fv, f.info, indent) {
-				return false
-			}
-		}
-	} else {
-		base, ok := p.collect(v, ti, indent)
-		if !ok || !p.printMap(base, indent, inline) {
-			return false
-		}
-	}
-	if len(p.buf) == at { // no members
-		if !top && !item {
-			p.buf[len(p.buf)-1] = ' '
-		}
-		p.buf = append(p.buf, "{}\n"...)
-	}
-	return true
-}
-
-// member prints the key, of text kt if known, and the value v of a member whose key is at
-// column indent, after the spaces before the key.
-func (p *printer) member(key, kt string, v reflect.Value, ti *typeInfo, indent int) bool {
-	if kt == "" {
-		var ok bool
-		if kt, ok = scalarText(key, indent); !ok || len(kt) > maxKeyText {
-			return false
-		}
-	}
-	p.buf = append(p.buf, kt...)
-	p.buf = append(p.buf, ':')
-	p.path = append(p.path, step{key: key, text: kt})
-	if !p.value(v, ti, indent, len(kt)) {
-		return false
-	}
-	p.path = p.path[:len(p.path)-1]
-	return true
-}
-
-// omitted reports whether the struct v is one of p.omit.
-func (p *printer) omitted(v reflect.Value) bool {
-	if !v.CanAddr() {
+// omitted reports whether the struct of r, of type ti, is one of p.omit.
+func (p *printer) omitted(r ref, ti *typeInfo) bool {
+	if !r.addr {
 		return false
 	}
 	for _, o := range p.omit {
-		if o.t == v.Type() && o.p == v.Addr().UnsafePointer() {
+		if o.p == r.p && o.t == ti.typ {
 			return true
 		}
 	}
 	return false
 }
 
-// printMap prints the members from base on of p.members as a block mapping, as printMap of
-// the transcoder does, and removes them.
-func (p *printer) printMap(base, indent int, inline bool) bool {
-	for i := base; i < len(p.members); i++ {
-		m := p.members[i] // printing the values below may move p.members
-		if i > base || !inline {
-			p.buf = appendSpaces(p.buf, indent)
+// object appends the struct or map of r, as value does, or at the top if keyLen is -1.
+func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]byte, bool) {
+	if p.depth++; p.depth > maxTypedDepth {
+		return buf, false
+	}
+	item, top := keyLen == -2, keyLen == -1
+	inline := item
+	if !top {
+		indent += 2
+	}
+	if !top && !item {
+		buf[len(buf)-1] = '\n' // for the keys below; back to ' ' if none
+	}
+	start := len(buf)
+	ok := true
+	if ti.kind == kindStruct && !ti.sortFields {
+		// The fields are in key order: print them as they come.
+		n := 0
+		fields := ti.fields
+		skips := ti.skips[:len(fields)]
+		for i := range fields {
+			if at := skips[i]; at != noSkip && *(*uintptr)(unsafe.Add(r.p, at)) == 0 {
+				continue // a field that omitempty leaves out, found the fast way
+			}
+			f := &fields[i]
+			var fr ref
+			if f.direct {
+				if fr = r.at(f.offset); f.omitsEmpty(fr.p) {
+					continue
+				}
+			} else {
+				var present, ok bool
+				if fr, present, ok = p.field(r, f); !ok {
+					return buf, false
+				} else if !present {
+					continue
+				}
+			}
+			if n > 0 || !inline {
+				buf = appendSpaces(buf, indent)
+			}
+			n++
+			if buf, ok = p.member(buf, f.name, f.text, fr, f.info, indent); !ok {
+				return buf, false
+			}
 		}
-		if !p.member(m.key, m.text, m.v, m.info, indent) {
-			return false
+	} else {
+		var base int
+		if base, ok = p.collect(r, ti, indent); !ok {
+			return buf, false
+		}
+		if buf, ok = p.printMap(buf, base, indent, inline); !ok {
+			return buf, false
+		}
+	}
+	if len(buf) == start { // no members
+		if !top && !item {
+			buf[len(buf)-1] = ' '
+		}
+		buf = append(buf, "{}\n"...)
+	}
+	p.depth--
+	return buf, true
+}
+
+// member appends the key, of text kt if known, and the value of r of a member whose key is
+// at column indent, after the spaces before the key.
+func (p *printer) member(buf []byte, key, kt string, r ref, ti *typeInfo, indent int) ([]byte, bool) {
+	if kt == "" {
+		var ok bool
+		if kt, ok = scalarText(key, indent); !ok || len(kt) > maxKeyText {
+			return buf, false
+		}
+	}
+	buf = append(buf, kt...)
+	switch ti.kind { // the scalars that print the fast way, without the path
+	case kindString:
+		if b, ok := appendScalarText(append(buf, ": "...), *(*string)(r.p), indent+len(kt)+2); ok {
+			return append(b, '\n'), true
+		}
+	case kindInt:
+		return scalar(strconv.AppendInt(append(buf, ": "...), intAt(r.p, ti.size), 10), "")
+	case kindBool:
+		return scalar(append(buf, ": "...), strconv.FormatBool(*(*bool)(r.p)))
+	}
+	buf = append(buf, ':')
+	p.push(key, kt, false)
+	buf, ok := p.value(buf, r, ti, indent, len(kt))
+	p.path = p.path[:len(p.path)-1] // left as it is if not ok: the call fails
+	return buf, ok
+}
+
+// printMap appends the members from base on of p.members, in the order of p.index, as a
+// block mapping, as printMap of the transcoder does, and removes them.
+func (p *printer) printMap(buf []byte, base, indent int, inline bool) ([]byte, bool) {
+	for i := base; i < len(p.members); i++ {
+		m := p.members[p.index[i]] // printing the values below may move p.members
+		if i > base || !inline {
+			buf = appendSpaces(buf, indent)
+		}
+		var ok bool
+		if buf, ok = p.member(buf, m.key, m.text, m.r, m.info, indent); !ok {
+			return buf, false
 		}
 	}
 	clear(p.members[base:])
-	p.members = p.members[:base]
-	return true
+	p.members, p.index = p.members[:base], p.index[:base]
+	return buf, true
 }
 
-// printSeq prints the items of the slice or array v as a block sequence, as printSeq of the
-// transcoder does.
-func (p *printer) printSeq(v reflect.Value, elem *typeInfo, indent int, inline bool) bool {
-	for i := range v.Len() {
-		if i > 0 || !inline {
-			p.buf = appendSpaces(p.buf, indent)
-		}
-		p.buf = append(p.buf, "- "...)
-		p.path = append(p.path, step{item: true})
-		if !p.value(v.Index(i), elem, indent, -2) {
-			return false
-		}
-		p.path = p.path[:len(p.path)-1]
+// printSeq appends the n items of elem, the first at r, as a block sequence, as printSeq of
+// the transcoder does.
+func (p *printer) printSeq(buf []byte, r ref, n int, elem *typeInfo, indent int, inline bool) ([]byte, bool) {
+	if p.depth++; p.depth > maxTypedDepth {
+		return buf, false
 	}
-	return true
+	p.push("", "", true)
+	for i := range n {
+		if i > 0 || !inline {
+			buf = appendSpaces(buf, indent)
+		}
+		buf = append(buf, "- "...)
+		v := r.at(uintptr(i) * elem.size)
+		if elem.kind == kindString { // the fast way, as member
+			if b, ok := appendScalarText(buf, *(*string)(v.p), indent+2); ok {
+				buf = append(b, '\n')
+				continue
+			}
+		}
+		var ok bool
+		if buf, ok = p.value(buf, v, elem, indent, -2); !ok {
+			return buf, false
+		}
+	}
+	p.path = p.path[:len(p.path)-1]
+	p.depth--
+	return buf, true
 }
 
-// maxTypedDepth is the deepest nesting MarshalTypedYAML prints; it declines deeper values,
-// among them cyclic ones, which json.Marshal fails on.
+// maxTypedDepth is the deepest nesting of objects and sequences MarshalTypedYAML prints; it
+// declines deeper values, among them cyclic ones, which json.Marshal fails on.
 const maxTypedDepth = 1000
 
-// value prints v, after the key of a member at column indent whose text is keyLen long, or,
-// if keyLen is -2, as an item after its dash, of a sequence whose dashes are at column indent.
-func (p *printer) value(v reflect.Value, ti *typeInfo, indent, keyLen int) bool {
-	if p.depth++; p.depth > maxTypedDepth {
-		return false
-	}
-	ok := p.value1(v, ti, indent, keyLen)
-	p.depth--
-	return ok
-}
-
-func (p *printer) value1(v reflect.Value, ti *typeInfo, indent, keyLen int) bool {
+// value appends the value of r, after the key of a member at column indent whose text is
+// keyLen long, or, if keyLen is -2, as an item after its dash, of a sequence whose dashes
+// are at column indent.
+func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]byte, bool) {
 	item := keyLen < 0
 	col := indent + keyLen + 2 // where a scalar starts
 	if item {
 		col = indent + 2
 	} else {
-		p.buf = append(p.buf, ' ') // taken back before a block
+		buf = append(buf, ' ') // taken back before a block
 	}
-	for {
+	for n := 0; ; n++ {
+		if n > maxTypedDepth {
+			return buf, false // pointers or interfaces that point to themselves
+		}
 		switch ti.kind {
-		case kindPointer, kindInterface:
+		case kindPointer:
+			q := *(*unsafe.Pointer)(r.p)
+			if q == nil {
+				return scalar(buf, "null")
+			}
+			r, ti = ref{q, true}, ti.elem
+			continue
+		case kindInterface:
+			v := reflect.NewAt(ti.typ, r.p).Elem()
 			if v.IsNil() {
-				return p.scalar("null")
+				return scalar(buf, "null")
 			}
 			v = v.Elem()
-			if ti.kind == kindInterface {
-				ti = infoOf(v.Type())
-			} else {
-				ti = ti.elem
-			}
+			r, ti = p.copyOut(v), infoOf(v.Type())
 			continue
 		case kindAddrMarshaler, kindAddrText:
-			if !v.CanAddr() {
+			if !r.addr {
 				ti = ti.elem // encoding/json encodes the value as if it had no method
 				continue
 			}
@@ -401,168 +390,69 @@ func (p *printer) value1(v reflect.Value, ti *typeInfo, indent, keyLen int) bool
 	}
 	switch ti.kind {
 	case kindStruct, kindMap:
-		if ti.kind == kindMap && v.IsNil() {
-			return p.scalar("null")
+		if ti.kind == kindMap && isNilMap(r.p) {
+			return scalar(buf, "null")
 		}
 		if item {
-			return p.object(v, ti, indent, -2)
+			return p.object(buf, r, ti, indent, -2)
 		}
-		return p.object(v, ti, indent, keyLen)
+		return p.object(buf, r, ti, indent, keyLen)
 	case kindSlice, kindArray:
-		if ti.kind == kindSlice && v.IsNil() {
-			return p.scalar("null")
+		n := ti.len
+		if ti.kind == kindSlice {
+			h := (*sliceHeader)(r.p)
+			if h.data == nil {
+				return scalar(buf, "null")
+			}
+			r, n = ref{h.data, true}, h.len // the items of a slice are addressable
 		}
-		if v.Len() == 0 {
-			return p.scalar("[]")
+		if n == 0 {
+			return scalar(buf, "[]")
 		}
 		if item {
-			return p.printSeq(v, ti.elem, indent+2, true)
+			return p.printSeq(buf, r, n, ti.elem, indent+2, true)
 		}
-		p.buf[len(p.buf)-1] = '\n'
-		return p.printSeq(v, ti.elem, indent, false)
+		buf[len(buf)-1] = '\n'
+		return p.printSeq(buf, r, n, ti.elem, indent, false)
 	case kindString:
-		return p.str(v.String(), col)
+		return p.str(buf, *(*string)(r.p), col)
 	case kindBytes:
-		if v.IsNil() {
-			return p.scalar("null")
+		b := *(*[]byte)(r.p) // a slice of a byte kind, of the layout of []byte
+		if b == nil {
+			return scalar(buf, "null")
 		}
-		return p.str(base64.StdEncoding.EncodeToString(v.Bytes()), col)
+		return p.str(buf, base64.StdEncoding.EncodeToString(b), col)
 	case kindBool:
-		return p.scalar(strconv.FormatBool(v.Bool()))
+		return scalar(buf, strconv.FormatBool(*(*bool)(r.p)))
 	case kindInt:
-		p.buf = strconv.AppendInt(p.buf, v.Int(), 10)
-		return p.scalar("")
+		return scalar(strconv.AppendInt(buf, intAt(r.p, ti.size), 10), "")
 	case kindUint:
-		p.buf = strconv.AppendUint(p.buf, v.Uint(), 10)
-		return p.scalar("")
+		return scalar(strconv.AppendUint(buf, uintAt(r.p, ti.size), 10), "")
 	case kindFloat:
-		return p.float(v.Float(), ti.bits)
+		if ti.bits == 32 {
+			return p.float(buf, float64(*(*float32)(r.p)), 32)
+		}
+		return p.float(buf, *(*float64)(r.p), 64)
 	case kindMarshaler, kindAddrMarshaler:
-		if ti.kind == kindAddrMarshaler {
-			v = v.Addr()
-		}
-		if v.Kind() == reflect.Pointer && v.IsNil() {
-			return p.scalar("null")
-		}
-		if !v.CanInterface() {
-			return false
-		}
-		m, ok := v.Interface().(json.Marshaler)
+		m, ok := methods(r, ti).(json.Marshaler)
 		if !ok {
-			return false
+			return scalar(buf, "null") // a nil pointer
 		}
 		data, err := m.MarshalJSON()
 		if err != nil {
-			return false
+			return buf, false
 		}
-		return p.json(data, indent, keyLen, col)
+		return p.json(buf, data, indent, keyLen, col)
 	case kindText, kindAddrText:
-		if ti.kind == kindAddrText {
-			v = v.Addr()
-		}
-		if v.Kind() == reflect.Pointer && v.IsNil() {
-			return p.scalar("null")
-		}
-		if !v.CanInterface() {
-			return false
-		}
-		m, ok := v.Interface().(encoding.TextMarshaler)
+		m, ok := methods(r, ti).(encoding.TextMarshaler)
 		if !ok {
-			return false
+			return scalar(buf, "null") // a nil pointer
 		}
 		text, err := m.MarshalText()
 		if err != nil {
-			return false
+			return buf, false
 		}
-		return p.str(string(text), col)
+		return p.str(buf, string(text), col)
 	}
-	return false
-}
-
-// scalar prints s, which the caller may have printed already, and the newline after it.
-func (p *printer) scalar(s string) bool {
-	p.buf = append(p.buf, s...)
-	p.buf = append(p.buf, '\n')
-	return true
-}
-
-// str prints the string s starting at column col, as printScalar of the transcoder does.
-func (p *printer) str(s string, col int) bool {
-	if t, ok := scalarText(s, col); ok {
-		return p.scalar(t)
-	}
-	if !utf8.ValidString(s) {
-		return false // json.Marshal replaces its bytes that are not UTF-8
-	}
-	var ok bool
-	p.buf, ok = scalarAt(p.buf, p.path, s, &p.prefix)
-	return ok
-}
-
-// float prints f as encoding/json writes it, read as printScalar of the transcoder reads it.
-func (p *printer) float(f float64, bits int) bool {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return false // json.Marshal fails
-	}
-	at := len(p.buf)
-	abs := math.Abs(f)
-	fmt := byte('f')
-	if abs != 0 && (bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21)) {
-		fmt = 'e'
-	}
-	b := strconv.AppendFloat(p.buf, f, fmt, -1, bits)
-	if n := len(b); fmt == 'e' && n-at >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-		b[n-2] = b[n-1] // e-09 is e-9
-		b = b[:n-1]
-	}
-	text := string(b[at:])
-	p.buf = b[:at]
-	if buf, ok := appendInteger(p.buf, text); ok {
-		p.buf = buf
-		return p.scalar("")
-	}
-	var ok bool
-	p.buf, ok = scalarAt(p.buf, p.path, yamlNumbers(json.Number(text)), &p.prefix)
-	return ok
-}
-
-// json prints data, the JSON text of a value's MarshalJSON, where value prints a value.
-func (p *printer) json(data []byte, indent, keyLen, col int) bool {
-	if s, ok := simpleString(data); ok {
-		return p.str(s, col)
-	}
-	if string(data) == "null" {
-		return p.scalar("null")
-	}
-	if keyLen >= 0 {
-		p.buf = p.buf[:len(p.buf)-1] // the transcoder prints the space
-	}
-	buf, ok := transcodeAt(p.buf, data, p.path, indent, keyLen)
-	if !ok {
-		// MarshalJSON may write spaces, which encoding/json takes out.
-		var compact bytes.Buffer
-		if json.Compact(&compact, data) != nil {
-			return false
-		}
-		if buf, ok = transcodeAt(p.buf, compact.Bytes(), p.path, indent, keyLen); !ok {
-			return false
-		}
-	}
-	p.buf = buf
-	return true
-}
-
-// simpleString returns the string of data if it is the JSON text of a string without
-// escapes or control characters.
-func simpleString(data []byte) (string, bool) {
-	if len(data) < 2 || data[0] != '"' || data[len(data)-1] != '"' {
-		return "", false
-	}
-	in := data[1 : len(data)-1]
-	for _, c := range in {
-		if c < ' ' || c == '"' || c == '\\' {
-			return "", false
-		}
-	}
-	return unsafe.String(unsafe.SliceData(in), len(in)), true // data is the caller's alone
+	return buf, false
 }

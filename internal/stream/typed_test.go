@@ -2,6 +2,7 @@ package stream
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"sync"
@@ -266,4 +267,134 @@ func TestMarshalTypedYAMLConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// typedOuter embeds a struct through a pointer that embeds another by value, so that the
+// offsets of its fields add up across both.
+type typedOuter struct {
+	Pad string `json:"pad"`
+	*typedMiddle
+}
+
+type typedMiddle struct {
+	M int64 `json:"m"`
+	typedInner
+	TypedEmbedded
+}
+
+// typedEmpties has a field with omitempty of each kind that omitempty tests, and of omitzero.
+type typedEmpties struct {
+	S    string            `json:"s,omitempty"`
+	B    bool              `json:"b,omitempty"`
+	I8   int8              `json:"i8,omitempty"`
+	I16  int16             `json:"i16,omitempty"`
+	I32  int32             `json:"i32,omitempty"`
+	I64  int64             `json:"i64,omitempty"`
+	U    uint              `json:"u,omitempty"`
+	U16  uint16            `json:"u16,omitempty"`
+	F32  float32           `json:"f32,omitempty"`
+	F64  float64           `json:"f64,omitempty"`
+	P    *int              `json:"p,omitempty"`
+	Any  any               `json:"any,omitempty"`
+	Err  error             `json:"err,omitempty"`
+	Sl   []int             `json:"sl,omitempty"`
+	Arr0 [0]int            `json:"arr0,omitempty"`
+	Arr  [1]int            `json:"arr,omitempty"`
+	M    map[string]int    `json:"m,omitempty"`
+	MS   map[string]string `json:"ms,omitempty"`
+	St   typedInner        `json:"st,omitempty"`
+	Z    int               `json:"z,omitzero"`
+	ZS   typedInner        `json:"zs,omitzero"`
+}
+
+// typedAddr holds values of a type whose MarshalJSON is on its pointer where encoding/json
+// finds them not addressable: in arrays in maps, and in structs in interfaces.
+type typedAddr struct {
+	Arrays map[string][2]typedPtrJSON `json:"arrays"`
+	Iface  any                        `json:"iface"`
+	Ptr    any                        `json:"ptr"`
+	Slices map[string][]typedPtrJSON  `json:"slices"`
+}
+
+// TestMarshalTypedYAMLLayout checks the printer's walk by offsets: through embedded structs
+// by pointer and by value, each test of omitempty on empty and other values, and whether
+// values are addressable.
+func TestMarshalTypedYAMLLayout(t *testing.T) {
+	one := 1
+	self := new(any)
+	*self = self
+	for _, tc := range []struct {
+		name     string
+		v        any
+		declined bool
+	}{
+		{"embedded", &typedOuter{Pad: "x", typedMiddle: &typedMiddle{M: 7, typedInner: typedInner{A: 1, B: "b"}, TypedEmbedded: TypedEmbedded{E: "e", E2: &one}}}, false},
+		{"nil embedded", &typedOuter{Pad: "x"}, false},
+		{"embedded in a slice", &struct{ O []typedOuter }{[]typedOuter{{}, {typedMiddle: &typedMiddle{M: -1}}}}, false},
+		{"empties", &typedEmpties{}, false},
+		{"non-empties", &typedEmpties{S: "s", B: true, I8: -1, I16: 300, I32: -70000, I64: 1 << 40, U: 1, U16: 2,
+			F32: float32(math.Copysign(0, -1)), F64: math.Copysign(0, -1), P: &one, Any: 0, Err: errors.New("e"),
+			Sl: []int{}, Arr: [1]int{0}, M: map[string]int{}, MS: map[string]string{}, St: typedInner{}, Z: 1, ZS: typedInner{A: 1}}, false},
+		{"full maps", &typedEmpties{M: map[string]int{"b": 2, "a": 1}, MS: map[string]string{"k": "v", "on": "off", "a b": "x y"}}, false},
+		{"map values", map[string]typedEmpties{"x": {S: "s"}, "y": {}}, false},
+		{"not addressable", &typedAddr{
+			Arrays: map[string][2]typedPtrJSON{"a": {{1}, {2}}},
+			Iface:  typedAll{PtrJSON: typedPtrJSON{3}},
+			Ptr:    &typedAll{PtrJSON: typedPtrJSON{4}},
+			Slices: map[string][]typedPtrJSON{"s": {{5}}},
+		}, false},
+		{"pointer to pointer", func() any { p := &typedInner{A: 1}; return &p }(), false},
+		{"maps of new types", &struct {
+			A map[string]int8
+			B map[string]uint16
+			C map[string][]string
+			D map[string]map[string]bool
+			E map[string]float32
+		}{map[string]int8{"a": -1}, map[string]uint16{}, map[string][]string{"c": {"x"}, "d": nil},
+			map[string]map[string]bool{"d": {"t": true}, "e": nil}, map[string]float32{"f": 0.5}}, false},
+		{"interface cycle", map[string]any{"x": self}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for range 2 { // the second time with the printer's slots made
+				got, ok := MarshalTypedYAML(tc.v)
+				if ok == tc.declined {
+					t.Fatalf("declined: got %v, want %v", !ok, tc.declined)
+				}
+				if !ok {
+					return
+				}
+				want, err := MarshalYAML(tc.v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(string(want), string(got)); diff != "" {
+					t.Errorf("(-want +got)\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// typedRecA and typedRecB hold each other, B holding A by value, so that the table of B is
+// made while that of A is in the making.
+type typedRecA struct {
+	B *typedRecB `json:"b,omitempty"`
+}
+
+type typedRecB struct {
+	A typedRecA `json:"a"`
+	N int       `json:"num"`
+}
+
+// TestMarshalTypedYAMLOmitInTheMaking checks that a struct of omitEmpty is left out where its
+// field's table was made while the struct's own was in the making.
+func TestMarshalTypedYAMLOmitInTheMaking(t *testing.T) {
+	v := &typedRecA{B: &typedRecB{N: 1}}
+	got, ok := MarshalTypedYAML(v, &v.B.A)
+	if !ok {
+		t.Fatal("declined")
+	}
+	if want := "b:\n  num: 1\n"; string(got) != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
 }

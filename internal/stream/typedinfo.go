@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"sync"
+	"unsafe"
 
 	"github.com/starpod/starpod/internal/jsontag"
 )
@@ -38,41 +39,111 @@ const (
 // A typeInfo is how MarshalTypedYAML prints a type.
 type typeInfo struct {
 	kind typeKind
+	typ  reflect.Type
+	size uintptr   // of a value: an int or uint is read by its size
 	bits int       // of a float
+	len  int       // of an array
 	elem *typeInfo // of a pointer, slice, array or map; for kindAddr*, the type without its methods
 	// The members of a struct, in key order unless sortFields is set: their order is then
 	// not the same for every subset, and printing a struct sorts the members it prints.
 	fields     []typedField
+	skips      []uintptr // by field, the offset of the word of an emptyWord direct field, else noSkip
 	sortFields bool
 	keys, vals reflect.Type // of a map, slices of its key and value types
+	slots      int          // of a map, the ID of the printer's slots of keys, and +1 of values
+	strings    bool         // of a map, whether it is a map[string]string
 }
 
-// addrFree reports whether values of the type print the same addressable or not: those
-// of the kinds whose methods encoding/json calls only through an addressable value may
-// hold such values.
-func (ti *typeInfo) addrFree() bool {
-	switch ti.kind {
-	case kindBool, kindInt, kindUint, kindFloat, kindString, kindBytes, kindMarshaler, kindText,
-		kindPointer, kindSlice, kindMap, kindInterface:
+// noSkip marks in typeInfo.skips the fields that printer.object does not skip the fast way.
+const noSkip = ^uintptr(0)
+
+// A typedField is a JSON member of a struct.
+type typedField struct {
+	// Where the field is: the offsets of the embedded pointers to follow, each in the struct
+	// the one before points to, then the offset of the field in the struct last reached.
+	offset uintptr
+	embeds []uintptr
+	empty  emptyTest // for omitempty
+	// Whether the field prints unless omitempty leaves it out: it is in no embedded struct
+	// through a pointer, has no omitzero, and is no struct, which omitEmpty may name.
+	direct  bool
+	emptyAt uintptr // for emptyWord, the offset of the word in the field
+	info    *typeInfo
+	name    string
+	text    string                   // the key's text, if the same at every column, else ""
+	isZero  func(reflect.Value) bool // for omitzero, if set
+}
+
+// An emptyTest is how the omitempty option of a field tests its value, as jsontag.IsEmpty.
+type emptyTest uint8
+
+const (
+	emptyNever  emptyTest = iota // no omitempty, or a struct, which is never empty
+	emptyAlways                  // an array of length 0
+	emptyMap                     // a map of length 0
+	emptyZero                    // false or 0 of less than a word: all its bytes are zero
+	emptyFloat                   // 0.0 or -0.0
+	// A word of the field is zero: the length of a string or slice, the pointer of a
+	// pointer, the type of an interface (nil if it is), or an integer of a word.
+	emptyWord
+)
+
+// stringHeader and sliceHeader are the layouts of every string and slice, as reflect's
+// unsafeheader.String and unsafeheader.Slice.
+type (
+	stringHeader struct {
+		data unsafe.Pointer
+		len  int
+	}
+	sliceHeader struct {
+		data     unsafe.Pointer
+		len, cap int
+	}
+)
+
+// isNilMap reports whether the map at v is nil. A map is one word, a pointer to the
+// runtime's map, nil for a nil map: reflect.Value.IsNil reads it so.
+func isNilMap(v unsafe.Pointer) bool { return *(*unsafe.Pointer)(v) == nil }
+
+// omitsEmpty reports whether the omitempty option of f leaves out the value at v, as
+// jsontag.IsEmpty does.
+func (f *typedField) omitsEmpty(v unsafe.Pointer) bool {
+	if f.empty == emptyWord {
+		return *(*uintptr)(unsafe.Add(v, f.emptyAt)) == 0
+	}
+	return f.empty != emptyNever && f.isEmpty(v)
+}
+
+// isEmpty is omitsEmpty for the tests but emptyWord.
+func (f *typedField) isEmpty(v unsafe.Pointer) bool {
+	switch f.empty {
+	case emptyAlways:
 		return true
+	case emptyMap:
+		return isNilMap(v) || reflect.NewAt(f.info.typ, v).Elem().Len() == 0
+	case emptyFloat:
+		if f.info.size == 4 {
+			return *(*float32)(v) == 0
+		}
+		return *(*float64)(v) == 0
+	case emptyZero:
+		switch f.info.size {
+		case 1:
+			return *(*uint8)(v) == 0
+		case 2:
+			return *(*uint16)(v) == 0
+		case 4:
+			return *(*uint32)(v) == 0
+		}
+		return *(*uint64)(v) == 0
 	}
 	return false
 }
 
-// A typedField is a JSON member of a struct.
-type typedField struct {
-	name      string
-	text      string // the key's text, if the same at every column, else ""
-	index     []int  // as reflect.Value.FieldByIndex, through embedded structs
-	info      *typeInfo
-	omitEmpty bool
-	omitZero  bool
-	isZero    func(reflect.Value) bool // the type's own IsZero, for omitZero
-}
-
 var typeInfos struct {
 	sync.Mutex
-	m sync.Map // reflect.Type → *typeInfo, complete
+	m     sync.Map // reflect.Type → *typeInfo, complete
+	slots int      // the slot IDs given out
 }
 
 // infoOf returns the typeInfo of t.
@@ -111,7 +182,7 @@ func buildInfo(t reflect.Type, allowAddr bool, building map[reflect.Type]*typeIn
 			return ti
 		}
 	}
-	ti := &typeInfo{}
+	ti := &typeInfo{typ: t, size: t.Size()}
 	if allowAddr {
 		building[t] = ti
 	}
@@ -156,6 +227,9 @@ func buildInfo(t reflect.Type, allowAddr bool, building map[reflect.Type]*typeIn
 		if t.Key().Kind() == reflect.String {
 			ti.kind, ti.elem = kindMap, buildInfo(t.Elem(), true, building)
 			ti.keys, ti.vals = reflect.SliceOf(t.Key()), reflect.SliceOf(t.Elem())
+			ti.slots = typeInfos.slots
+			typeInfos.slots += 2
+			ti.strings = t == reflect.TypeFor[map[string]string]()
 		}
 	case reflect.Slice:
 		if p := reflect.PointerTo(t.Elem()); t.Elem().Kind() == reflect.Uint8 && !p.Implements(marshalerType) && !p.Implements(textMarshalerType) {
@@ -164,11 +238,18 @@ func buildInfo(t reflect.Type, allowAddr bool, building map[reflect.Type]*typeIn
 			ti.kind, ti.elem = kindSlice, buildInfo(t.Elem(), true, building)
 		}
 	case reflect.Array:
-		ti.kind, ti.elem = kindArray, buildInfo(t.Elem(), true, building)
+		ti.kind, ti.elem, ti.len = kindArray, buildInfo(t.Elem(), true, building), t.Len()
 	case reflect.Struct:
 		if fields, ok := structFields(t, building); ok {
 			ti.kind, ti.fields = kindStruct, fields
 			ti.sortFields = !fixedOrder(fields)
+			ti.skips = make([]uintptr, len(fields))
+			for i, f := range fields {
+				ti.skips[i] = noSkip
+				if f.direct && f.empty == emptyWord {
+					ti.skips[i] = f.offset + f.emptyAt
+				}
+			}
 		}
 	}
 	return ti
@@ -179,8 +260,10 @@ func buildInfo(t reflect.Type, allowAddr bool, building map[reflect.Type]*typeIn
 // depth and tags) or one has the ",string" option.
 func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedField, bool) {
 	var fields []typedField
-	var walk func(t reflect.Type, index []int, seen map[reflect.Type]bool) bool
-	walk = func(t reflect.Type, index []int, seen map[reflect.Type]bool) bool {
+	// walk adds the fields of t, a struct at offset in the struct the last of embeds
+	// points to.
+	var walk func(t reflect.Type, embeds []uintptr, offset uintptr, seen map[reflect.Type]bool) bool
+	walk = func(t reflect.Type, embeds []uintptr, offset uintptr, seen map[reflect.Type]bool) bool {
 		if seen[t] {
 			return false // a struct embedded in itself
 		}
@@ -192,7 +275,6 @@ func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedF
 			if !ok {
 				continue
 			}
-			idx := append(index[:len(index):len(index)], i)
 			ft := sf.Type
 			if ft.Name() == "" && ft.Kind() == reflect.Pointer {
 				ft = ft.Elem()
@@ -201,7 +283,11 @@ func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedF
 				return false
 			}
 			if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
-				if !walk(ft, idx, seen) {
+				in, at := embeds, offset+sf.Offset
+				if ft != sf.Type { // through a pointer
+					in, at = append(embeds[:len(embeds):len(embeds)], at), 0
+				}
+				if !walk(ft, in, at, seen) {
 					return false
 				}
 				continue
@@ -210,23 +296,30 @@ func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedF
 				name = sf.Name
 			}
 			f := typedField{
-				name:      name,
-				index:     idx,
-				info:      buildInfo(sf.Type, true, building),
-				omitEmpty: jsontag.HasOption(opts, "omitempty"),
-				omitZero:  jsontag.HasOption(opts, "omitzero"),
+				name:   name,
+				embeds: embeds,
+				offset: offset + sf.Offset,
+				info:   buildInfo(sf.Type, true, building),
 			}
 			if isPlain(name) {
 				f.text = name
 			}
-			if f.omitZero {
-				f.isZero = jsontag.ZeroFunc(sf.Type)
+			if jsontag.HasOption(opts, "omitempty") {
+				f.empty, f.emptyAt = emptyTestOf(sf.Type)
 			}
+			if jsontag.HasOption(opts, "omitzero") {
+				f.isZero = jsontag.ZeroFunc(sf.Type)
+				if f.isZero == nil {
+					f.isZero = reflect.Value.IsZero
+				}
+			}
+			// By the kind of the type, not of f.info, which may be in the making.
+			f.direct = len(f.embeds) == 0 && f.isZero == nil && sf.Type.Kind() != reflect.Struct
 			fields = append(fields, f)
 		}
 		return true
 	}
-	if !walk(t, nil, make(map[reflect.Type]bool)) {
+	if !walk(t, nil, 0, make(map[reflect.Type]bool)) {
 		return nil, false
 	}
 	for i := range fields {
@@ -238,6 +331,35 @@ func structFields(t reflect.Type, building map[reflect.Type]*typeInfo) ([]typedF
 	}
 	sortKeys(fields, func(f typedField) string { return f.name })
 	return fields, true
+}
+
+// emptyTestOf returns the test of jsontag.IsEmpty for values of type t, and for emptyWord
+// the offset of the word it tests.
+func emptyTestOf(t reflect.Type) (emptyTest, uintptr) {
+	switch t.Kind() {
+	case reflect.Array:
+		if t.Len() == 0 {
+			return emptyAlways, 0
+		}
+	case reflect.String:
+		return emptyWord, unsafe.Offsetof(stringHeader{}.len)
+	case reflect.Slice:
+		return emptyWord, unsafe.Offsetof(sliceHeader{}.len)
+	case reflect.Map:
+		return emptyMap, 0
+	case reflect.Interface, reflect.Pointer:
+		return emptyWord, 0
+	case reflect.Float32, reflect.Float64:
+		return emptyFloat, 0 // reflect.Value.IsZero: -0.0 is zero too
+	case reflect.Bool,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if t.Size() == unsafe.Sizeof(uintptr(0)) {
+			return emptyWord, 0
+		}
+		return emptyZero, 0
+	}
+	return emptyNever, 0
 }
 
 // fixedOrder reports whether the key order is a total order on the names of fields, sorted
