@@ -287,9 +287,9 @@ func (p *printer) member(buf []byte, key, kt string, r ref, ti *typeInfo, indent
 			return append(b, '\n'), true
 		}
 	case kindInt:
-		return scalar(strconv.AppendInt(append(buf, ": "...), intAt(r.p, ti.size), 10), "")
+		return endScalar(strconv.AppendInt(append(buf, ": "...), intAt(r.p, ti.size), 10), "")
 	case kindBool:
-		return scalar(append(buf, ": "...), strconv.FormatBool(*(*bool)(r.p)))
+		return endScalar(append(buf, ": "...), strconv.FormatBool(*(*bool)(r.p)))
 	}
 	buf = append(buf, ':')
 	p.push(key, kt, false)
@@ -368,14 +368,14 @@ func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]
 		case kindPointer:
 			q := *(*unsafe.Pointer)(r.p)
 			if q == nil {
-				return scalar(buf, "null")
+				return endScalar(buf, "null")
 			}
 			r, ti = ref{q, true}, ti.elem
 			continue
 		case kindInterface:
 			v := reflect.NewAt(ti.typ, r.p).Elem()
 			if v.IsNil() {
-				return scalar(buf, "null")
+				return endScalar(buf, "null")
 			}
 			v = v.Elem()
 			r, ti = p.copyOut(v), infoOf(v.Type())
@@ -391,7 +391,7 @@ func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]
 	switch ti.kind {
 	case kindStruct, kindMap:
 		if ti.kind == kindMap && isNilMap(r.p) {
-			return scalar(buf, "null")
+			return endScalar(buf, "null")
 		}
 		if item {
 			return p.object(buf, r, ti, indent, -2)
@@ -402,12 +402,12 @@ func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]
 		if ti.kind == kindSlice {
 			h := (*sliceHeader)(r.p)
 			if h.data == nil {
-				return scalar(buf, "null")
+				return endScalar(buf, "null")
 			}
 			r, n = ref{h.data, true}, h.len // the items of a slice are addressable
 		}
 		if n == 0 {
-			return scalar(buf, "[]")
+			return endScalar(buf, "[]")
 		}
 		if item {
 			return p.printSeq(buf, r, n, ti.elem, indent+2, true)
@@ -419,15 +419,15 @@ func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]
 	case kindBytes:
 		b := *(*[]byte)(r.p) // a slice of a byte kind, of the layout of []byte
 		if b == nil {
-			return scalar(buf, "null")
+			return endScalar(buf, "null")
 		}
 		return p.str(buf, base64.StdEncoding.EncodeToString(b), col)
 	case kindBool:
-		return scalar(buf, strconv.FormatBool(*(*bool)(r.p)))
+		return endScalar(buf, strconv.FormatBool(*(*bool)(r.p)))
 	case kindInt:
-		return scalar(strconv.AppendInt(buf, intAt(r.p, ti.size), 10), "")
+		return endScalar(strconv.AppendInt(buf, intAt(r.p, ti.size), 10), "")
 	case kindUint:
-		return scalar(strconv.AppendUint(buf, uintAt(r.p, ti.size), 10), "")
+		return endScalar(strconv.AppendUint(buf, uintAt(r.p, ti.size), 10), "")
 	case kindFloat:
 		if ti.bits == 32 {
 			return p.float(buf, float64(*(*float32)(r.p)), 32)
@@ -436,7 +436,7 @@ func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]
 	case kindMarshaler, kindAddrMarshaler:
 		m, ok := methods(r, ti).(json.Marshaler)
 		if !ok {
-			return scalar(buf, "null") // a nil pointer
+			return endScalar(buf, "null") // a nil pointer
 		}
 		data, err := m.MarshalJSON()
 		if err != nil {
@@ -446,7 +446,7 @@ func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]
 	case kindText, kindAddrText:
 		m, ok := methods(r, ti).(encoding.TextMarshaler)
 		if !ok {
-			return scalar(buf, "null") // a nil pointer
+			return endScalar(buf, "null") // a nil pointer
 		}
 		text, err := m.MarshalText()
 		if err != nil {

@@ -13,8 +13,8 @@ import (
 	"unsafe"
 )
 
-// scalar appends s, which the caller may have appended already, and the newline after it.
-func scalar(buf []byte, s string) ([]byte, bool) {
+// endScalar appends s, which the caller may have appended already, and the newline after it.
+func endScalar(buf []byte, s string) ([]byte, bool) {
 	buf = append(buf, s...)
 	return append(buf, '\n'), true
 }
@@ -49,7 +49,7 @@ func (p *printer) float(buf []byte, f float64, bits int) ([]byte, bool) {
 	text := string(b[start:])
 	buf = b[:start]
 	if b, ok := appendInteger(buf, text); ok {
-		return scalar(b, "")
+		return endScalar(b, "")
 	}
 	return scalarAt(buf, p.path, yamlNumbers(json.Number(text)), &p.prefix)
 }
@@ -60,7 +60,7 @@ func (p *printer) json(buf, data []byte, indent, keyLen, col int) ([]byte, bool)
 		return p.str(buf, s, col)
 	}
 	if string(data) == "null" {
-		return scalar(buf, "null")
+		return endScalar(buf, "null")
 	}
 	if keyLen >= 0 {
 		buf = buf[:len(buf)-1] // the transcoder prints the space
