@@ -177,15 +177,42 @@ func printTasks(tasks []vcbatch.TaskSpec, texts [][]byte, errs []error) {
 
 // marshalTaskYAML returns the YAML of {spec: {tasks: [task]}}.
 func marshalTaskYAML(task *vcbatch.TaskSpec) ([]byte, error) {
+	if text, ok := typedTaskYAML(task); ok {
+		return text, nil
+	}
 	data, err := json.Marshal(task)
 	if err != nil {
 		return nil, err
 	}
-	return taskYAML(data)
+	return jsonTaskYAML(data)
 }
 
-// taskYAML returns the YAML of {spec: {tasks: [task]}} from the JSON of the task.
-func taskYAML(data []byte) ([]byte, error) {
+// taskYAML returns the YAML of {spec: {tasks: [task]}}, of data, the JSON text of the task.
+func taskYAML(task *vcbatch.TaskSpec, data []byte) ([]byte, error) {
+	if text, ok := typedTaskYAML(task); ok {
+		return text, nil
+	}
+	return jsonTaskYAML(data)
+}
+
+// A taskDoc is {spec: {tasks: [task]}}, for the typed printer.
+type taskDoc struct {
+	Spec struct {
+		Tasks [1]*vcbatch.TaskSpec `json:"tasks"`
+	} `json:"spec"`
+}
+
+// typedTaskYAML prints the YAML of {spec: {tasks: [task]}} straight from the task, as
+// jsonTaskYAML prints it from its JSON text, several times faster; it reports false if the
+// typed printer declines it.
+func typedTaskYAML(task *vcbatch.TaskSpec) ([]byte, bool) {
+	var doc taskDoc
+	doc.Spec.Tasks[0] = task
+	return stream.YAMLOptions{Prune: true}.MarshalTypedYAML(&doc)
+}
+
+// jsonTaskYAML returns the YAML of {spec: {tasks: [task]}} from the JSON of the task.
+func jsonTaskYAML(data []byte) ([]byte, error) {
 	const open, close = `{"spec":{"tasks":[`, `]}}`
 	doc := make([]byte, 0, len(open)+len(data)+len(close))
 	doc = append(append(append(doc, open...), data...), close...)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -55,6 +56,30 @@ func TestMarshalTasks(t *testing.T) {
 			task.MinAvailable = ptr(int32(i))
 		}
 		job.Spec.Tasks = append(job.Spec.Tasks, task)
+	}
+	// Each task prints from its fields as from its JSON text, where the typed printer takes it.
+	typed := 0
+	for i := range job.Spec.Tasks {
+		task := &job.Spec.Tasks[i]
+		got, ok := typedTaskYAML(task)
+		if !ok {
+			continue
+		}
+		typed++
+		data, err := json.Marshal(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := jsonTaskYAML(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("task %d: (-JSON +typed):\n%s", i, diff)
+		}
+	}
+	if typed < len(job.Spec.Tasks)/2 {
+		t.Errorf("the typed printer printed %d of %d tasks, want most", typed, len(job.Spec.Tasks))
 	}
 	obj, err := object(job)
 	if err != nil {

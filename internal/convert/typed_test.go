@@ -131,7 +131,31 @@ func checkTypedYAML(t *testing.T, name string, pod *corev1.Pod, doc any) bool {
 			t.Errorf("%s, defaults %s: (-want +got)\n%s", name, dname, diff)
 		}
 	}
+	checkPrunedYAML(t, name, pod)
 	return printed
+}
+
+// checkPrunedYAML checks that YAMLOptions.MarshalTypedYAML prints pod, pruned, as
+// YAMLOptions.JSONToYAML prints its JSON text, if it prints it.
+func checkPrunedYAML(t *testing.T, name string, pod *corev1.Pod) {
+	t.Helper()
+	opts := stream.YAMLOptions{Prune: true}
+	got, ok := opts.MarshalTypedYAML(pod)
+	if !ok {
+		return
+	}
+	data, err := json.Marshal(pod)
+	if err != nil {
+		t.Errorf("%s: json.Marshal fails (%v), the typed printer prints it pruned", name, err)
+		return
+	}
+	want, err := opts.JSONToYAML(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s, pruned: (-want +got)\n%s", name, diff)
+	}
 }
 
 // TestTypedYAML checks that printing a pod straight from its fields gives the text of

@@ -33,12 +33,25 @@ import (
 // keys the YAML library may print otherwise, strings that are not UTF-8, names that clash
 // in embedded structs, the json ",string" option, and values json.Marshal fails on.
 func MarshalTypedYAML(v any, omitEmpty ...any) ([]byte, bool) {
+	return marshalTyped(v, false, omitEmpty)
+}
+
+// MarshalTypedYAML returns the text that o.JSONToYAML gives the JSON text of v, printed
+// straight from v as the function MarshalTypedYAML prints it. It reports false for what it
+// does not print, which the caller prints with JSONToYAML.
+func (o YAMLOptions) MarshalTypedYAML(v any) ([]byte, bool) {
+	return marshalTyped(v, o.Prune, nil)
+}
+
+// marshalTyped is MarshalTypedYAML, pruned as YAMLOptions.Prune says if prune is set.
+func marshalTyped(v any, prune bool, omitEmpty []any) ([]byte, bool) {
 	rv := reflect.ValueOf(v)
 	if !rv.IsValid() {
 		return nil, false
 	}
 	p := printers.Get().(*printer)
 	defer p.release()
+	p.prune, p.pruned, p.emptied, p.drop = prune, 0, false, false
 	p.omit = p.omit[:0]
 	for _, o := range omitEmpty {
 		ov := reflect.ValueOf(o)
@@ -114,6 +127,10 @@ type printer struct {
 	path    []step        // where the value being printed is, for scalarAt
 	prefix  []byte
 	omit    []omitted
+	prune   bool            // whether null members, and objects that only they filled, are left out
+	pruned  int             // the members left out by prune
+	emptied bool            // whether the object just printed was emptied by prune
+	drop    bool            // whether the member just printed is to be left out, by prune
 	order   keyOrder[int32] // of indexes of members, by their keys
 	depth   int
 	iter    reflect.MapIter
@@ -219,7 +236,7 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 	if !top && !item {
 		buf[len(buf)-1] = '\n' // for the keys below; back to ' ' if none
 	}
-	start := len(buf)
+	start, pruned := len(buf), p.pruned
 	ok := true
 	if ti.kind == kindStruct && !ti.sortFields {
 		// The fields are in key order: print them as they come.
@@ -244,12 +261,16 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 					continue
 				}
 			}
+			mark := len(buf)
 			if n > 0 || !inline {
 				buf = appendSpaces(buf, indent)
 			}
 			n++
 			if buf, ok = p.member(buf, f.name, f.text, fr, f.info, indent); !ok {
 				return buf, false
+			}
+			if p.drop {
+				p.drop, buf, n = false, buf[:mark], n-1
 			}
 		}
 	} else {
@@ -266,6 +287,11 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 			buf[len(buf)-1] = ' '
 		}
 		buf = append(buf, "{}\n"...)
+		if p.pruned > pruned && !top && !item {
+			// Every member was left out by prune: so is the member this object is the value
+			// of (see member). An item of a sequence stays, as {}.
+			p.emptied = true
+		}
 	}
 	p.depth--
 	return buf, true
@@ -291,24 +317,37 @@ func (p *printer) member(buf []byte, key, kt string, r ref, ti *typeInfo, indent
 	case kindBool:
 		return endScalar(append(buf, ": "...), strconv.FormatBool(*(*bool)(r.p)))
 	}
+	start := len(buf)
 	buf = append(buf, ':')
 	p.push(key, kt, false)
 	buf, ok := p.value(buf, r, ti, indent, len(kt))
 	p.path = p.path[:len(p.path)-1] // left as it is if not ok: the call fails
+	if p.prune && ok && (p.emptied || string(buf[start:]) == ": null\n") {
+		// A null, or an object that only nulls filled: the caller leaves the member out. A
+		// string "null" prints quoted, and nulls below this member are left out already.
+		p.emptied, p.drop = false, true
+		p.pruned++
+	}
 	return buf, ok
 }
 
 // printMap appends the members from base on of p.members, in the order of p.index, as a
 // block mapping, as printMap of the transcoder does, and removes them.
 func (p *printer) printMap(buf []byte, base, indent int, inline bool) ([]byte, bool) {
+	n := 0 // the members printed
 	for i := base; i < len(p.members); i++ {
 		m := p.members[p.index[i]] // printing the values below may move p.members
-		if i > base || !inline {
+		mark := len(buf)
+		if n > 0 || !inline {
 			buf = appendSpaces(buf, indent)
 		}
+		n++
 		var ok bool
 		if buf, ok = p.member(buf, m.key, m.text, m.r, m.info, indent); !ok {
 			return buf, false
+		}
+		if p.drop {
+			p.drop, buf, n = false, buf[:mark], n-1
 		}
 	}
 	clear(p.members[base:])

@@ -192,6 +192,83 @@ func TestMarshalTypedYAML(t *testing.T) {
 	}
 }
 
+// TestMarshalTypedYAMLPrune checks that YAMLOptions.MarshalTypedYAML prints, pruned, what
+// YAMLOptions.JSONToYAML prints of the JSON text: null members left out, and objects that
+// only nulls filled, where they are members; objects empty to begin with, and items of a
+// sequence, stay.
+func TestMarshalTypedYAMLPrune(t *testing.T) {
+	type leaf struct {
+		P *int            `json:"p"`
+		S []string        `json:"s"`
+		M map[string]int  `json:"m"`
+		I any             `json:"i"`
+		J *typedJSON      `json:"j"`
+		E struct{}        `json:"e"`
+		O *int            `json:"o,omitempty"`
+		N map[string]*int `json:"n,omitempty"`
+	}
+	type doc struct {
+		A     int              `json:"a"`
+		Null  *leaf            `json:"null"`
+		Nulls leaf             `json:"nulls"` // only nulls, and e: {}
+		Only  struct{ P *int } `json:"only"`  // only a null: left out
+		Items []leaf           `json:"items"`
+		Ptrs  []*leaf          `json:"ptrs"`
+		Map   map[string]*leaf `json:"map"`
+		Empty struct{}         `json:"empty"`
+		Z     string           `json:"z"`
+	}
+	one := 1
+	sample := typedSample()
+	sample.JSON = typedJSON{`{ "z": [1, 2.5, {"a": 1}], "a": "s p a c e" }`} // see the end
+	for _, tc := range []struct {
+		name string
+		v    any
+	}{
+		{"zero", &doc{}},
+		{"filled", &doc{
+			A:     1,
+			Items: []leaf{{}, {P: &one}, {S: []string{}}},
+			Ptrs:  []*leaf{nil, {M: map[string]int{}}},
+			Map:   map[string]*leaf{"a": nil, "b": {}, "c": {I: 1}},
+			Z:     "null",
+		}},
+		{"only nulls", &struct{ Only struct{ P *int } }{}},
+		{"map of nils", map[string]*int{"a": nil, "b": &one}},
+		{"sample", sample},
+		{"nested maps", nestedMaps(3, 10)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := YAMLOptions{Prune: true}
+			got, ok := opts.MarshalTypedYAML(tc.v)
+			if !ok {
+				t.Fatal("declined")
+			}
+			data, err := json.Marshal(tc.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := opts.JSONToYAML(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+			// Without prune, the same as MarshalTypedYAML.
+			got, ok = YAMLOptions{}.MarshalTypedYAML(tc.v)
+			want, _ = MarshalTypedYAML(tc.v)
+			if !ok || string(got) != string(want) {
+				t.Errorf("without prune: got %q, want %q", got, want)
+			}
+		})
+	}
+	// A MarshalJSON whose object holds a null: the transcoder prunes it.
+	if _, ok := (YAMLOptions{Prune: true}).MarshalTypedYAML(&struct{ J typedJSON }{typedJSON{`{"a":null}`}}); ok {
+		t.Error("a MarshalJSON object holding a null is printed, want it declined")
+	}
+}
+
 // TestMarshalTypedYAMLOmit checks that the structs of omitEmpty are left out where they are
 // empty members, as a JSONToYAML edit that deletes them prints them; items of a sequence
 // stay.

@@ -62,6 +62,9 @@ func (p *printer) json(buf, data []byte, indent, keyLen, col int) ([]byte, bool)
 	if string(data) == "null" {
 		return endScalar(buf, "null")
 	}
+	if p.prune && bytes.Contains(data, []byte("null")) {
+		return buf, false // the transcoder would prune it in its own way: let it
+	}
 	if keyLen >= 0 {
 		buf = buf[:len(buf)-1] // the transcoder prints the space
 	}
