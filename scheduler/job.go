@@ -101,7 +101,7 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 
 // build is Build. If print is not nil, it also prints each task with print as soon as the
 // task is built, and returns the texts in the order of the job's tasks.
-func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print func(task *vcbatch.TaskSpec, json []byte) ([]byte, error)) (*vcbatch.Job, [][]byte, error) {
+func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print func(task *vcbatch.TaskSpec) ([]byte, error)) (*vcbatch.Job, [][]byte, error) {
 	// Every problem that can be found before the replicas are built is reported together:
 	// those of the spec (kept by LoadApp and ParseApp, or found now in an App made in Go),
 	// of the run options, of the app id, and of every overlay the app names or opts lists.
@@ -299,8 +299,8 @@ type builder struct {
 	appName   string
 	firstTask string
 	checks    nameChecks
-	print     func(task *vcbatch.TaskSpec, json []byte) ([]byte, error) // if not nil, prints each task, of that JSON
-	workers   workers                                                   // how workers print tasks, if they do
+	print     func(task *vcbatch.TaskSpec) ([]byte, error) // if not nil, prints each task
+	workers   workers                                      // how workers print tasks, if they do
 
 	// limit bounds the JSON of the tasks together; size is theirs so far, and over says
 	// that it passed the limit, and that no more tasks should be built.
@@ -344,15 +344,15 @@ func (b *builder) tasks(ctx context.Context, reps []*replica, chain engine.Chain
 			b.task(rep)
 		}
 		// The size of the tasks is what estimate found unless overlays changed them: it is
-		// measured only then, or when the task is printed from its JSON anyway.
+		// measured only then, or when the task is printed anyway.
 		if rep.errs == nil && (len(chain) > 0 || b.print != nil) {
-			data, err := json.Marshal(rep.task)
-			if rep.size = int64(len(data)); err != nil {
+			var err error
+			if rep.size, err = jsonSize(rep.task); err != nil {
 				rep.errs = []error{err}
 			} else if b.size.Add(rep.size+1) > b.limit {
 				b.over.Store(true)
 			} else if b.print != nil {
-				if rep.text, err = b.print(rep.task, data); err != nil {
+				if rep.text, err = b.print(rep.task); err != nil {
 					rep.errs = []error{err}
 				}
 			}

@@ -62,7 +62,7 @@ func Render(ctx context.Context, app *App, cfg Config, opts BuildOptions, format
 		}
 		return Marshal(job, format)
 	}
-	job, texts, err := build(ctx, app, cfg, opts, taskYAML)
+	job, texts, err := build(ctx, app, cfg, opts, marshalTaskYAML)
 	if err != nil {
 		return nil, err
 	}
@@ -183,14 +183,6 @@ func marshalTaskYAML(task *vcbatch.TaskSpec) ([]byte, error) {
 	data, err := json.Marshal(task)
 	if err != nil {
 		return nil, err
-	}
-	return jsonTaskYAML(data)
-}
-
-// taskYAML returns the YAML of {spec: {tasks: [task]}}, of data, the JSON text of the task.
-func taskYAML(task *vcbatch.TaskSpec, data []byte) ([]byte, error) {
-	if text, ok := typedTaskYAML(task); ok {
-		return text, nil
 	}
 	return jsonTaskYAML(data)
 }

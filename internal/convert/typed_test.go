@@ -136,17 +136,21 @@ func checkTypedYAML(t *testing.T, name string, pod *corev1.Pod, doc any) bool {
 }
 
 // checkPrunedYAML checks that YAMLOptions.MarshalTypedYAML prints pod, pruned, as
-// YAMLOptions.JSONToYAML prints its JSON text, if it prints it.
+// YAMLOptions.JSONToYAML prints its JSON text, if it prints it; and that stream.JSONSize
+// counts the length of that text, if it counts it.
 func checkPrunedYAML(t *testing.T, name string, pod *corev1.Pod) {
 	t.Helper()
+	data, jerr := json.Marshal(pod)
+	if size, ok := stream.JSONSize(pod); ok && (jerr != nil || size != int64(len(data))) {
+		t.Errorf("%s: JSONSize counts %d, json.Marshal gives %d bytes, error %v", name, size, len(data), jerr)
+	}
 	opts := stream.YAMLOptions{Prune: true}
 	got, ok := opts.MarshalTypedYAML(pod)
 	if !ok {
 		return
 	}
-	data, err := json.Marshal(pod)
-	if err != nil {
-		t.Errorf("%s: json.Marshal fails (%v), the typed printer prints it pruned", name, err)
+	if jerr != nil {
+		t.Errorf("%s: json.Marshal fails (%v), the typed printer prints it pruned", name, jerr)
 		return
 	}
 	want, err := opts.JSONToYAML(data)
