@@ -241,26 +241,17 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 	if ti.kind == kindStruct && !ti.sortFields {
 		// The fields are in key order: print them as they come.
 		n := 0
-		fields := ti.fields
-		skips := ti.skips[:len(fields)]
-		for i := range fields {
-			if at := skips[i]; at != noSkip && *(*uintptr)(unsafe.Add(r.p, at)) == 0 {
-				continue // a field that omitempty leaves out, found the fast way
+		for i := range ti.fields {
+			if ti.leftOut(r.p, i) {
+				continue
 			}
-			f := &fields[i]
-			var fr ref
-			if f.direct {
-				if fr = r.at(f.offset); f.omitsEmpty(fr.p) {
-					continue
-				}
-			} else {
-				var present, ok bool
-				if fr, present, ok = p.field(r, f); !ok {
-					return buf, false
-				} else if !present {
-					continue
-				}
+			fr, present, ok := p.structField(r, &ti.fields[i])
+			if !ok {
+				return buf, false
+			} else if !present {
+				continue
 			}
+			f := &ti.fields[i]
 			mark := len(buf)
 			if n > 0 || !inline {
 				buf = appendSpaces(buf, indent)
@@ -399,33 +390,12 @@ func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]
 	} else {
 		buf = append(buf, ' ') // taken back before a block
 	}
-	for n := 0; ; n++ {
-		if n > maxTypedDepth {
-			return buf, false // pointers or interfaces that point to themselves
-		}
-		switch ti.kind {
-		case kindPointer:
-			q := *(*unsafe.Pointer)(r.p)
-			if q == nil {
-				return endScalar(buf, "null")
-			}
-			r, ti = ref{q, true}, ti.elem
-			continue
-		case kindInterface:
-			v := reflect.NewAt(ti.typ, r.p).Elem()
-			if v.IsNil() {
-				return endScalar(buf, "null")
-			}
-			v = v.Elem()
-			r, ti = p.copyOut(v), infoOf(v.Type())
-			continue
-		case kindAddrMarshaler, kindAddrText:
-			if !r.addr {
-				ti = ti.elem // encoding/json encodes the value as if it had no method
-				continue
-			}
-		}
-		break
+	r, ti, null, ok := p.deref(r, ti)
+	switch {
+	case !ok:
+		return buf, false
+	case null:
+		return endScalar(buf, "null")
 	}
 	switch ti.kind {
 	case kindStruct, kindMap:
@@ -494,4 +464,54 @@ func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]
 		return p.str(buf, string(text), col)
 	}
 	return buf, false
+}
+
+// deref follows the pointers and interfaces from the value of r, of type ti, to the value
+// encoding/json encodes, and returns it with the typeInfo it encodes it by; or reports null
+// for a nil pointer or interface. A value of a method of the pointer that is not addressable
+// is encoded as if it had no method. It reports false for pointers or interfaces that point
+// to themselves.
+func (p *printer) deref(r ref, ti *typeInfo) (_ ref, _ *typeInfo, null, ok bool) {
+	for range maxTypedDepth {
+		switch ti.kind {
+		case kindPointer:
+			q := *(*unsafe.Pointer)(r.p)
+			if q == nil {
+				return r, ti, true, true
+			}
+			r, ti = ref{q, true}, ti.elem
+			continue
+		case kindInterface:
+			v := reflect.NewAt(ti.typ, r.p).Elem()
+			if v.IsNil() {
+				return r, ti, true, true
+			}
+			v = v.Elem()
+			r, ti = p.copyOut(v), infoOf(v.Type())
+			continue
+		case kindAddrMarshaler, kindAddrText:
+			if !r.addr {
+				ti = ti.elem
+				continue
+			}
+		}
+		return r, ti, false, true
+	}
+	return r, ti, false, false
+}
+
+// leftOut reports whether omitempty leaves out field i of a struct of type ti at v, found by
+// one word (see typeInfo.skips); if not, structField tells. Most fields of a pod are so.
+func (ti *typeInfo) leftOut(v unsafe.Pointer, i int) bool {
+	at := ti.skips[i]
+	return at != noSkip && *(*uintptr)(unsafe.Add(v, at)) == 0
+}
+
+// structField is field, the fast way for a field in the struct itself.
+func (p *printer) structField(r ref, f *typedField) (fr ref, present, ok bool) {
+	if f.direct {
+		fr = r.at(f.offset)
+		return fr, !f.omitsEmpty(fr.p), true
+	}
+	return p.field(r, f)
 }

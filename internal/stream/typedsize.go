@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"strconv"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // JSONSize returns len(json.Marshal(v)), counted straight from v: as json.Marshal encodes,
@@ -40,33 +39,12 @@ type jsonSizer struct {
 
 // size returns the length of the JSON text of the value of r, of type ti.
 func (s *jsonSizer) size(r ref, ti *typeInfo) (int64, bool) {
-	for n := 0; ; n++ {
-		if n > maxTypedDepth {
-			return 0, false
-		}
-		switch ti.kind {
-		case kindPointer:
-			q := *(*unsafe.Pointer)(r.p)
-			if q == nil {
-				return 4, true
-			}
-			r, ti = ref{q, true}, ti.elem
-			continue
-		case kindInterface:
-			v := reflect.NewAt(ti.typ, r.p).Elem()
-			if v.IsNil() {
-				return 4, true
-			}
-			v = v.Elem()
-			r, ti = s.p.copyOut(v), infoOf(v.Type())
-			continue
-		case kindAddrMarshaler, kindAddrText:
-			if !r.addr {
-				ti = ti.elem // encoding/json encodes the value as if it had no method
-				continue
-			}
-		}
-		break
+	r, ti, null, ok := s.p.deref(r, ti)
+	switch {
+	case !ok:
+		return 0, false
+	case null:
+		return 4, true
 	}
 	switch ti.kind {
 	case kindStruct, kindMap, kindSlice, kindArray:
@@ -149,26 +127,17 @@ func (s *jsonSizer) collection(r ref, ti *typeInfo) (int64, bool) {
 // object returns the length of the JSON text of the struct of r.
 func (s *jsonSizer) object(r ref, ti *typeInfo) (int64, bool) {
 	n, members := int64(2), 0 // {}
-	fields := ti.fields
-	skips := ti.skips[:len(fields)]
-	for i := range fields {
-		if at := skips[i]; at != noSkip && *(*uintptr)(unsafe.Add(r.p, at)) == 0 {
-			continue // a field that omitempty leaves out, found the fast way
+	for i := range ti.fields {
+		if ti.leftOut(r.p, i) {
+			continue
 		}
-		f := &fields[i]
-		var fr ref
-		if f.direct {
-			if fr = r.at(f.offset); f.omitsEmpty(fr.p) {
-				continue
-			}
-		} else {
-			var present, ok bool
-			if fr, present, ok = s.p.field(r, f); !ok {
-				return 0, false
-			} else if !present {
-				continue
-			}
+		fr, present, ok := s.p.structField(r, &ti.fields[i])
+		if !ok {
+			return 0, false
+		} else if !present {
+			continue
 		}
+		f := &ti.fields[i]
 		v, ok := s.size(fr, f.info)
 		if !ok {
 			return 0, false
