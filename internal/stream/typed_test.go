@@ -173,22 +173,27 @@ func TestMarshalTypedYAML(t *testing.T) {
 		{"nil", (*typedAll)(nil), true},
 		{"slice", []int{1}, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := MarshalTypedYAML(tc.v)
-			if ok == tc.declined {
-				t.Fatalf("declined: got %v, want %v", !ok, tc.declined)
-			}
-			if !ok {
-				return
-			}
-			want, err := MarshalYAML(tc.v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("(-want +got)\n%s", diff)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkTyped(t, tc.v, tc.declined) })
+	}
+}
+
+// checkTyped checks that MarshalTypedYAML prints v as MarshalYAML does, or declines it if
+// declined is set.
+func checkTyped(t *testing.T, v any, declined bool) {
+	t.Helper()
+	got, ok := MarshalTypedYAML(v)
+	if ok == declined {
+		t.Fatalf("declined: got %v, want %v", !ok, declined)
+	}
+	if !ok {
+		return
+	}
+	want, err := MarshalYAML(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
 	}
 }
 
@@ -433,20 +438,7 @@ func TestMarshalTypedYAMLLayout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for range 2 { // the second time with the printer's slots made
-				got, ok := MarshalTypedYAML(tc.v)
-				if ok == tc.declined {
-					t.Fatalf("declined: got %v, want %v", !ok, tc.declined)
-				}
-				if !ok {
-					return
-				}
-				want, err := MarshalYAML(tc.v)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if diff := cmp.Diff(string(want), string(got)); diff != "" {
-					t.Errorf("(-want +got)\n%s", diff)
-				}
+				checkTyped(t, tc.v, tc.declined)
 			}
 		})
 	}
