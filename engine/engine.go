@@ -126,6 +126,10 @@ func (l local) apply(ctx context.Context, pods []*corev1.Pod, env *Env, envs []*
 // Name returns the name the overlay was compiled with, usually its file name.
 func (o *Overlay) Name() string { return o.name }
 
+// Validation returns what the overlay checks of the pods it returns (Options.Validation): a
+// caller that would check them as much again need not.
+func (o *Overlay) Validation() Validation { return o.opts.Validation }
+
 // Compile compiles the overlay script src, whose file name (used in positions) is name.
 // It checks the syntax, resolves every name, loads the modules the script loads (each once,
 // frozen), runs the top level once and checks that it defines overlay(pod) or
@@ -415,10 +419,14 @@ func (o *Overlay) ApplyEach(ctx context.Context, pods []*corev1.Pod, envs []*Env
 
 // applyLocal applies the overlay to one pod in this process.
 func (o *Overlay) applyLocal(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1.Pod, error) {
-	in, err := convert.ToStarlark(pod)
+	// The pod's Starlark values die with this apply: nothing of an apply outlives it but the
+	// pod decoded from its result and errors, which hold no Starlark value. Their memory
+	// serves the next apply.
+	in, release, err := convert.ToStarlarkRecycled(pod)
 	if err != nil {
 		return nil, &Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %w", err)}
 	}
+	defer release()
 	out, err := o.applyValue(ctx, in, env)
 	if err != nil {
 		return nil, err

@@ -562,6 +562,54 @@ func TestNoStateBetweenApplies(t *testing.T) {
 	}
 }
 
+// TestApplyAfterApply checks that an apply leaves nothing to the next in the memory of the
+// pod's values, which the next apply reuses: applies of two pods, some failing, in turn, by an
+// overlay that grows, moves and shares what it gets, each give what the first apply of that
+// pod gave.
+func TestApplyAfterApply(t *testing.T) {
+	o := compile(t, `
+def overlay(pod, ctx):
+    if ctx.replica_id % 3 == 2:
+        pod["spec"]["containers"].append(pod["metadata"])
+        fail("replica %d" % ctx.replica_id)
+    labels = pod["metadata"]["labels"]
+    for i in range(12):
+        labels["k%d" % i] = str(i)
+    c = pod["spec"]["containers"][0]
+    c["env"] = [{"name": k, "value": v} for k, v in labels.items()]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod["metadata"], "spec": {"containers": [c, dict(c, name = "copy")]}}
+`, nil)
+	pods := [2]*corev1.Pod{testPod(), testPod()}
+	pods[1].Name, pods[1].Labels = "other", map[string]string{"other": "yes"}
+	pods[1].Spec.Containers[0].Args = []string{"--a", "--b"}
+	var first [2][]byte
+	for i := range 60 {
+		pod := i % 2
+		got, err := o.Apply(context.Background(), pods[pod], &engine.Env{ReplicaID: i, NumReplicas: 60, Scheduler: "kubernetes"})
+		if i%3 == 2 {
+			if err == nil {
+				t.Fatalf("apply %d: got no error", i)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := yaml.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first[pod] == nil {
+			first[pod] = data
+		} else if string(data) != string(first[pod]) {
+			t.Fatalf("apply %d differs:\n%s\nfirst:\n%s", i, data, first[pod])
+		}
+	}
+	if string(first[0]) == string(first[1]) {
+		t.Fatal("the two pods gave the same result")
+	}
+}
+
 func TestDeterminism(t *testing.T) {
 	o := compile(t, `
 def overlay(pod):

@@ -339,9 +339,12 @@ func (b *builder) tasks(ctx context.Context, reps []*replica, chain engine.Chain
 			}
 		}
 	}
+	// The last overlay checked its pods as pod templates already: what is left to check is
+	// what Volcano owns (the bookkeeping labels are set again, and valid).
+	checked := len(chain) > 0 && chain[len(chain)-1].Validation() == engine.ValidatePodTemplate
 	for _, rep := range reps {
 		if rep.errs == nil {
-			b.task(rep)
+			b.task(rep, checked)
 		}
 		// The size of the tasks is what estimate found unless overlays changed them: it is
 		// measured only then, or when the task is printed anyway.
@@ -399,12 +402,13 @@ func (b *builder) podAs(rep *replica, rank0 bool) {
 }
 
 // task builds the task of a replica from the pod the overlays returned: it sets the
-// bookkeeping labels again and checks the pod.
-func (b *builder) task(rep *replica) {
+// bookkeeping labels again and checks the pod, as a pod template unless checked says the
+// overlays did.
+func (b *builder) task(rep *replica, checked bool) {
 	r := &b.app.Roles[rep.role]
 	pod := rep.pod
 	setPodLabels(pod, rep.labels)
-	if verrs := validatePod(pod, &b.checks, rep.labels); len(verrs) > 0 {
+	if verrs := validatePod(pod, &b.checks, rep.labels, checked); len(verrs) > 0 {
 		rep.errs = make([]error, len(verrs))
 		for i, e := range verrs {
 			rep.errs[i] = &ReplicaError{Role: r.Name, ReplicaID: rep.id, Err: e}
@@ -482,7 +486,9 @@ type nameChecks = validate.Cache
 // validatePod checks what the engine's schema check cannot, and what the API server would
 // reject (package validate's checks of a pod template), and the metadata that Volcano owns.
 // The labels in skip are starpod's bookkeeping labels, which are checked once for the job.
-func validatePod(pod *corev1.Pod, checks *nameChecks, skip map[string]string) field.ErrorList {
+// With checked, the pod was checked as a pod template already (by the overlay that made it,
+// with every label), and only the metadata that Volcano owns is.
+func validatePod(pod *corev1.Pod, checks *nameChecks, skip map[string]string, checked bool) field.ErrorList {
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
 	if pod.Name != "" {
@@ -490,6 +496,9 @@ func validatePod(pod *corev1.Pod, checks *nameChecks, skip map[string]string) fi
 	}
 	if pod.Namespace != "" {
 		errs = append(errs, field.Forbidden(meta.Child("namespace"), "pods run in the job's namespace (--cfg namespace)"))
+	}
+	if checked {
+		return errs
 	}
 	return append(errs, validate.Pod(pod, &validate.Options{Template: true, SkipLabels: skip, Cache: checks})...)
 }

@@ -116,7 +116,7 @@ func TestValidatePod(t *testing.T) {
 			pod.Spec.Containers[0].Ports[0].Protocol = corev1.ProtocolTCP
 			test.change(pod)
 			var got []problem
-			for _, e := range validatePod(pod, &nameChecks{}, nil) {
+			for _, e := range validatePod(pod, &nameChecks{}, nil, false) {
 				got = append(got, problem{e.Type, e.Field})
 			}
 			if diff := cmp.Diff(test.want, got); diff != "" {
@@ -133,10 +133,34 @@ func TestValidatePodSkipsBookkeeping(t *testing.T) {
 		"r-0", macroValues{}, ptr(DefaultConfig()), false)
 	pod.Labels = map[string]string{LabelInstance: "Bad_Id!", "team": "a b"}
 	var got []string
-	for _, e := range validatePod(pod, &nameChecks{}, map[string]string{LabelInstance: "Bad_Id!"}) {
+	for _, e := range validatePod(pod, &nameChecks{}, map[string]string{LabelInstance: "Bad_Id!"}, false) {
 		got = append(got, e.Field)
 	}
 	if diff := cmp.Diff([]string{"metadata.labels[team]"}, got); diff != "" {
 		t.Errorf("errors mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestValidatePodChecked checks that a pod the overlays checked already, as a pod template,
+// is checked only for the metadata that Volcano owns.
+func TestValidatePodChecked(t *testing.T) {
+	pod := rolePod(&Role{Name: "r", Image: "i", Entrypoint: "e", Resource: Resource{CPU: 1, MemMB: 1000}},
+		"r-0", macroValues{}, ptr(DefaultConfig()), false)
+	pod.Labels = map[string]string{"team": "a b"}
+	pod.Name, pod.Namespace = "mine", ""
+	for _, test := range []struct {
+		checked bool
+		want    []string
+	}{
+		{false, []string{"metadata.name", "metadata.labels[team]"}},
+		{true, []string{"metadata.name"}},
+	} {
+		var got []string
+		for _, e := range validatePod(pod, &nameChecks{}, nil, test.checked) {
+			got = append(got, e.Field)
+		}
+		if diff := cmp.Diff(test.want, got); diff != "" {
+			t.Errorf("checked %v: errors mismatch (-want +got):\n%s", test.checked, diff)
+		}
 	}
 }

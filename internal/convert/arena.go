@@ -4,6 +4,7 @@
 package convert
 
 import (
+	"slices"
 	"unsafe"
 
 	"go.starlark.net/starlark"
@@ -38,6 +39,11 @@ const (
 // call to that, between dictChunk and maxDicts: pods of one shape, as a batch is, then take
 // their dicts from one chunk of the right size. Strings are sized the same way, with
 // stringHint.
+//
+// A recycling arena (one with a recycler, see [ToStarlarkRecycled]) keeps its chunks instead:
+// recycle clears what it handed out and hands the same slots out again. Its caller promises
+// that nothing uses the values it handed out after that. Its chunks are of the largest size,
+// since they are made once.
 type arena struct {
 	strings []starlark.String
 	dicts   []starlark.Dict
@@ -49,6 +55,48 @@ type arena struct {
 
 	nstrings   int // strings handed out since the last reset
 	stringHint int // nstrings at the last reset
+
+	recycler *recycler // the chunks of a recycling arena, or nil
+}
+
+// A recycler holds the chunks of a recycling arena.
+type recycler struct {
+	strings chunkPool[starlark.String]
+	dicts   chunkPool[starlark.Dict]
+	lists   chunkPool[starlark.List]
+	elems   chunkPool[starlark.Value]
+}
+
+// A chunkPool holds the chunks of one kind of a recycling arena.
+type chunkPool[T any] struct {
+	used [][]T // the chunks handed out since the last recycle, in order
+	free [][]T // the chunks recycled, empty, to hand out again
+}
+
+// next returns an empty chunk of capacity n: a free one, or a new one.
+func (p *chunkPool[T]) next(n int) []T {
+	var c []T
+	if k := len(p.free); k > 0 {
+		c, p.free = p.free[k-1], p.free[:k-1]
+	} else {
+		c = make([]T, 0, n)
+	}
+	p.used = append(p.used, c)
+	return c
+}
+
+// recycle clears the slots of the chunks handed out, which are those of the last chunk up to
+// last and all of the others, and frees the chunks, to be handed out again in the same order.
+func (p *chunkPool[T]) recycle(last int) {
+	for i, c := range slices.Backward(p.used) {
+		if i == len(p.used)-1 {
+			clear(c[:last])
+		} else {
+			clear(c[:cap(c)])
+		}
+		p.free = append(p.free, c[:0])
+	}
+	p.used = p.used[:0]
 }
 
 // iface is the layout of a Go interface value.
@@ -64,7 +112,11 @@ func (a *arena) string(s string) starlark.Value {
 		return starlark.String("") // points to static data
 	}
 	if len(a.strings) == cap(a.strings) {
-		a.strings = make([]starlark.String, 0, min(max(a.stringHint-a.nstrings, stringChunk), maxStrings))
+		if a.recycler != nil {
+			a.strings = a.recycler.strings.next(maxStrings)
+		} else {
+			a.strings = make([]starlark.String, 0, min(max(a.stringHint-a.nstrings, stringChunk), maxStrings))
+		}
 	}
 	a.nstrings++
 	a.strings = append(a.strings, starlark.String(s))
@@ -81,7 +133,11 @@ func (a *arena) dict(n int) *starlark.Dict {
 		return starlark.NewDict(n)
 	}
 	if len(a.dicts) == cap(a.dicts) {
-		a.dicts = make([]starlark.Dict, 0, min(max(a.dictHint-a.ndicts, dictChunk), maxDicts))
+		if a.recycler != nil {
+			a.dicts = a.recycler.dicts.next(maxDicts)
+		} else {
+			a.dicts = make([]starlark.Dict, 0, min(max(a.dictHint-a.ndicts, dictChunk), maxDicts))
+		}
 	}
 	a.ndicts++
 	a.dicts = a.dicts[:len(a.dicts)+1]
@@ -97,14 +153,22 @@ func (a *arena) list(n int) (*starlark.List, []starlark.Value) {
 		elems = make([]starlark.Value, n)
 	case n > 0:
 		if len(a.elems)+n > cap(a.elems) {
-			a.elems = make([]starlark.Value, 0, elemChunk)
+			if a.recycler != nil {
+				a.elems = a.recycler.elems.next(elemChunk)
+			} else {
+				a.elems = make([]starlark.Value, 0, elemChunk)
+			}
 		}
 		i := len(a.elems)
 		a.elems = a.elems[:i+n]
 		elems = a.elems[i : i+n : i+n]
 	}
 	if len(a.lists) == cap(a.lists) {
-		a.lists = make([]starlark.List, 0, listChunk)
+		if a.recycler != nil {
+			a.lists = a.recycler.lists.next(listChunk)
+		} else {
+			a.lists = make([]starlark.List, 0, listChunk)
+		}
 	}
 	a.lists = a.lists[:len(a.lists)+1]
 	l := &a.lists[len(a.lists)-1]
@@ -115,3 +179,14 @@ func (a *arena) list(n int) (*starlark.List, []starlark.Value) {
 // reset drops the arena's chunks, partly used or not, so that the next values come from new
 // chunks, and keeps the numbers of dicts and strings this call made as the hints for the next.
 func (a *arena) reset() { *a = arena{dictHint: a.ndicts, stringHint: a.nstrings} }
+
+// recycle makes every slot a recycling arena handed out free again, cleared: a dict as a new
+// one, a list's elements nil, a string's header empty, so that nothing is kept alive by them.
+func (a *arena) recycle() {
+	r := a.recycler
+	r.strings.recycle(len(a.strings))
+	r.dicts.recycle(len(a.dicts))
+	r.lists.recycle(len(a.lists))
+	r.elems.recycle(len(a.elems))
+	*a = arena{recycler: r}
+}

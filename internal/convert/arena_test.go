@@ -2,6 +2,7 @@ package convert
 
 import (
 	"runtime"
+	"sync"
 	"testing"
 	"weak"
 
@@ -147,5 +148,108 @@ func TestArenaDictHint(t *testing.T) {
 	}
 	if d := a.dict(8); cap(a.dicts) != maxDicts || len(a.dicts) != 1 || d.Len() != 0 {
 		t.Errorf("a dict of 8 entries: got it from the chunk, or a used dict")
+	}
+}
+
+// TestArenaRecycle checks that a recycling arena hands out the same slots again after
+// recycle, each as good as new: a dict empty and usable, even one that grew its own table; a
+// list with its own elements; a string with its new text.
+func TestArenaRecycle(t *testing.T) {
+	a := arena{recycler: new(recycler)}
+	var dicts []*starlark.Dict
+	for i := range maxDicts + 3 { // into a second chunk
+		d := a.dict(1)
+		if err := d.SetKey(starlark.String("k"), starlark.MakeInt(i)); err != nil {
+			t.Fatal(err)
+		}
+		dicts = append(dicts, d)
+	}
+	for i := range 20 { // the first dict grows a table of its own
+		if err := dicts[0].SetKey(starlark.MakeInt(i), starlark.None); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, elems := a.list(2)
+	elems[0], elems[1] = starlark.MakeInt(1), starlark.MakeInt(2)
+	a.string("before")
+	a.recycle()
+
+	if n := len(a.recycler.dicts.free); n != 2 {
+		t.Fatalf("got %d free chunks of dicts after recycle, want 2", n)
+	}
+	reused := map[*starlark.Dict]bool{}
+	for range maxDicts + 3 {
+		d := a.dict(1)
+		reused[d] = true
+		if d.Len() != 0 {
+			t.Fatalf("a recycled dict has %d entries: %s", d.Len(), d)
+		}
+		if err := d.SetKey(starlark.String("new"), starlark.True); err != nil {
+			t.Fatal(err)
+		}
+		if v, found, _ := d.Get(starlark.String("new")); !found || v != starlark.True || d.Len() != 1 {
+			t.Fatalf("a recycled dict: got %s", d)
+		}
+	}
+	for i, d := range dicts {
+		if !reused[d] {
+			t.Errorf("dict %d was not handed out again", i)
+		}
+	}
+	l2, elems2 := a.list(1)
+	if l2 != l {
+		t.Errorf("the list was not handed out again")
+	}
+	elems2[0] = starlark.MakeInt(3)
+	if got := l2.String(); got != "[3]" {
+		t.Errorf("recycled list: got %s, want [3]", got)
+	}
+	if s := a.string("after"); s != starlark.String("after") {
+		t.Errorf("recycled string: got %#v, want \"after\"", s)
+	}
+}
+
+// TestToStarlarkRecycled checks that a recycled conversion gives the values ToStarlark
+// gives, again and again, with its memory recycled in between; and that conversions under
+// way at once, from several goroutines, do not share it (the race detector watches).
+func TestToStarlarkRecycled(t *testing.T) {
+	pod := trainingPod(t)
+	want, err := ToStarlark(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				x, release, err := ToStarlarkRecycled(pod)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if eq, err := starlark.Equal(x, want); err != nil || !eq {
+					t.Errorf("conversion %d: got %s, want %s", i, x, want)
+				}
+				// Scripts change what they get: that must not reach the next conversion.
+				spec, _, _ := x.(*starlark.Dict).Get(starlark.String("spec"))
+				for j := range 20 {
+					if err := spec.(*starlark.Dict).SetKey(starlark.MakeInt(j), starlark.None); err != nil {
+						t.Error(err)
+					}
+				}
+				release()
+				release() // a second call does nothing
+			}
+		})
+	}
+	wg.Wait()
+
+	if _, _, err := ToStarlarkRecycled(struct{ F func() }{}); err == nil {
+		t.Error("a value ToStarlark refuses: got no error")
+	}
+	if x, release, err := ToStarlarkRecycled(nil); x != starlark.None || err != nil {
+		t.Errorf("nil: got %v, %v", x, err)
+	} else {
+		release()
 	}
 }

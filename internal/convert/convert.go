@@ -68,6 +68,15 @@ func ToStarlark(v any) (starlark.Value, error) {
 	return toStarlark(v)
 }
 
+// ToStarlarkRecycled is [ToStarlark] into memory that is used again: release, which must be
+// called once, makes the memory of the values it returned free for a later conversion. The
+// caller must not use those values, or any value that holds them, after release: it is for a
+// conversion whose values all die at a known point, as a pod's do once an overlay's result
+// is decoded. Such a conversion allocates nothing for its dicts, small lists and strings.
+func ToStarlarkRecycled(v any) (x starlark.Value, release func(), err error) {
+	return toStarlarkRecycled(v)
+}
+
 // Decode decodes x strictly into the value that out points to: no unknown fields (each reported
 // with a did-you-mean), no type mismatches (got string, want int), no values JSON cannot hold
 // (NaN, Inf, functions, non-string keys, ints out of range of the target), no cycles.

@@ -61,16 +61,45 @@ func toStarlark(v any) (starlark.Value, error) {
 	if v == nil {
 		return starlark.None, nil
 	}
-	rv := reflect.ValueOf(v)
 	e := encoderPool.Get().(*encoder)
+	x, err := e.convert(v)
+	e.arena.reset()
+	encoderPool.Put(e)
+	return x, err
+}
+
+// recyclingPool holds encoders with recycling arenas, for toStarlarkRecycled.
+var recyclingPool = sync.Pool{New: func() any { return &encoder{arena: arena{recycler: new(recycler)}} }}
+
+func toStarlarkRecycled(v any) (starlark.Value, func(), error) {
+	if v == nil {
+		return starlark.None, func() {}, nil
+	}
+	e := recyclingPool.Get().(*encoder)
+	release := func() {
+		if e != nil {
+			e.arena.recycle()
+			recyclingPool.Put(e)
+			e = nil
+		}
+	}
+	x, err := e.convert(v)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return x, release, nil
+}
+
+// convert converts v with e, whose arena it leaves as it is.
+func (e *encoder) convert(v any) (starlark.Value, error) {
+	rv := reflect.ValueOf(v)
 	x, err := typeEncoder(rv.Type())(e, rv)
 	clear(e.pending[:cap(e.pending)])
 	e.pending = e.pending[:0]
 	clear(e.mapPending[:cap(e.mapPending)])
 	e.mapPending = e.mapPending[:0]
 	e.depth = 0
-	e.arena.reset()
-	encoderPool.Put(e)
 	if err != nil {
 		ee := err.(*encodeError)
 		var p *field.Path
