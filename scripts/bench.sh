@@ -15,6 +15,10 @@
 #   - the scheduler: `starpod run --dry-run` of a role of 1,000 replicas
 #     (testdata/bench/app-1000.yaml) against 1,000 in-process applies.
 #
+# Each ratio is of measurements taken in turn, so that a change of the machine's speed touches
+# both sides alike: Apply against the JSON round trip in one loop (BenchmarkApplyVsJSON), apply
+# with workers and in process one run after the other, each dry run followed by 1,000 applies.
+#
 # kubectl and ytt rows are skipped when the tool is absent. Set YTT_INSTALL=1 to install ytt
 # v0.52.0 with `go install` into a temporary directory when it is not on PATH.
 #
