@@ -112,6 +112,7 @@ func FuzzRoundTrip(f *testing.F) {
 	for _, seed := range fuzzSeeds(f) {
 		f.Add(seed)
 	}
+	recycledOther = trainingPod(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		pod := new(corev1.Pod)
 		if strictUnmarshal(data, pod) != nil {
@@ -129,6 +130,18 @@ func FuzzRoundTrip(f *testing.F) {
 		if got, want := x.String(), want.String(); got != want {
 			t.Fatalf("ToStarlark differs from json.decode(json.Marshal(pod)): %s", firstDiff(got, want))
 		}
+		// A recycled conversion gives the same values, each time, in memory that the one
+		// before it held: the pod's, then the training pod's, then the pod's again.
+		for _, p := range []*corev1.Pod{pod, recycledOther, pod} {
+			rx, release, err := ToStarlarkRecycled(p)
+			if err != nil {
+				t.Fatalf("ToStarlark succeeds, ToStarlarkRecycled fails: %v", err)
+			}
+			if p == pod && rx.String() != x.String() {
+				t.Fatalf("ToStarlarkRecycled differs from ToStarlark: %s", firstDiff(rx.String(), x.String()))
+			}
+			release()
+		}
 		var got corev1.Pod
 		errs, err := Decode(x, &got, nil, nil)
 		if err != nil || len(errs) > 0 {
@@ -145,6 +158,10 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// recycledOther is the pod FuzzRoundTrip converts, recycled, between two conversions of its
+// input.
+var recycledOther *corev1.Pod
 
 // FuzzRandomPod fills a pod at random from the fuzzer's bytes and checks that ToStarlark
 // agrees with encoding/json and that Decode gives the pod back.
