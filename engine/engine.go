@@ -419,19 +419,20 @@ func (o *Overlay) ApplyEach(ctx context.Context, pods []*corev1.Pod, envs []*Env
 
 // applyLocal applies the overlay to one pod in this process.
 func (o *Overlay) applyLocal(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1.Pod, error) {
-	// The pod's Starlark values die with this apply: nothing of an apply outlives it but the
-	// pod decoded from its result and errors, which hold no Starlark value. Their memory
-	// serves the next apply.
+	// The pod's Starlark values die once the result is decoded: nothing of an apply outlives
+	// it but the pod decoded from its result and errors, which hold no Starlark value. Their
+	// memory serves the next apply. It is released before attribute applies again, so that
+	// what this apply made is garbage then, as it would be without recycling.
 	in, release, err := convert.ToStarlarkRecycled(pod)
 	if err != nil {
 		return nil, &Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %w", err)}
 	}
-	defer release()
 	out, err := o.applyValue(ctx, in, env)
-	if err != nil {
-		return nil, err
+	var res *corev1.Pod
+	if err == nil {
+		res, err = o.decode(out, pod, env)
 	}
-	res, err := o.decode(out, pod, env)
+	release()
 	if e, ok := err.(*Error); ok && len(e.Fields) > 0 {
 		o.attribute(ctx, pod, env, e) // the apply again, with write tracking: see provenance.go
 	}

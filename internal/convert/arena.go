@@ -85,10 +85,17 @@ func (p *chunkPool[T]) next(n int) []T {
 	return c
 }
 
-// recycle clears the slots of the chunks handed out, which are those of the last chunk up to
-// last and all of the others, and frees the chunks, to be handed out again in the same order.
+// maxKeptChunks bounds the chunks of each kind that a recycler keeps: about 300 KiB in all,
+// more than a pod of a few hundred lines takes. A larger pod's other chunks are left to the
+// collector, so that one large pod does not make a worker hold its memory for good.
+const maxKeptChunks = 8
+
+// recycle frees the chunks handed out, the first of them to be handed out again in the same
+// order, at most maxKeptChunks in all, each cleared: all of its slots, or up to last for the
+// last chunk, the one being filled.
 func (p *chunkPool[T]) recycle(last int) {
-	for i, c := range slices.Backward(p.used) {
+	keep := max(0, min(len(p.used), maxKeptChunks-len(p.free)))
+	for i, c := range slices.Backward(p.used[:keep]) {
 		if i == len(p.used)-1 {
 			clear(c[:last])
 		} else {
@@ -96,6 +103,7 @@ func (p *chunkPool[T]) recycle(last int) {
 		}
 		p.free = append(p.free, c[:0])
 	}
+	clear(p.used)
 	p.used = p.used[:0]
 }
 

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"weak"
@@ -206,6 +207,31 @@ func TestArenaRecycle(t *testing.T) {
 	}
 	if s := a.string("after"); s != starlark.String("after") {
 		t.Errorf("recycled string: got %#v, want \"after\"", s)
+	}
+}
+
+// TestArenaRecycleKeeps checks that a recycling arena keeps at most maxKeptChunks chunks of a
+// kind, the first ones, after a conversion that took more.
+func TestArenaRecycleKeeps(t *testing.T) {
+	a := arena{recycler: new(recycler)}
+	var first []*starlark.Dict
+	for i := range (maxKeptChunks + 2) * maxDicts {
+		d := a.dict(0)
+		if i < maxKeptChunks*maxDicts {
+			first = append(first, d)
+		}
+	}
+	a.recycle()
+	if n := len(a.recycler.dicts.free); n != maxKeptChunks {
+		t.Fatalf("got %d free chunks of dicts, want %d", n, maxKeptChunks)
+	}
+	for i, want := range first {
+		if d := a.dict(0); d != want {
+			t.Fatalf("dict %d: got another dict than the one before recycle", i)
+		}
+	}
+	if d := a.dict(0); slices.Contains(first, d) {
+		t.Fatal("a dict past the kept chunks was handed out twice")
 	}
 }
 
