@@ -17,7 +17,8 @@
 #
 # Each ratio is of measurements taken in turn, so that a change of the machine's speed touches
 # both sides alike: Apply against the JSON round trip in one loop (BenchmarkApplyVsJSON), apply
-# with workers and in process one run after the other, each dry run followed by 1,000 applies.
+# with workers and in process one run after the other, each pair followed from 10,000 pods by
+# 2,000 applies (for the wall time per pod against Apply), each dry run by 1,000 applies.
 #
 # kubectl and ytt rows are skipped when the tool is absent. Set YTT_INSTALL=1 to install ytt
 # v0.52.0 with `go install` into a temporary directory when it is not on PATH.
@@ -255,19 +256,35 @@ measure() {
 	summarize "$tmp/times"
 }
 
-# measure_pair RUNS runs the commands in the arrays cmd_a and cmd_b in turn, RUNS times each,
-# so that a change of the machine's speed during the measurement touches both alike, and
-# prints "seconds kib seconds kib": summarize of cmd_a's runs, then of cmd_b's. The output
+# apply_once FILE APPLIES appends to FILE the ns/op of one run of BenchmarkApply over APPLIES
+# applies.
+apply_once() {
+	(cd engine && "$tmp/engine.test" -test.run '^$' -test.bench '^BenchmarkApply$' -test.benchtime "${2}x") |
+		awk '$1 ~ /^BenchmarkApply(-[0-9]+)?$/ { for (i = 2; i < NF; i++) if ($(i+1) == "ns/op") print $i }' >>"$1"
+}
+
+# median FILE prints the median of the numbers in FILE, one a line.
+median() {
+	sort -g "$1" | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
+}
+
+# measure_pair RUNS [APPLIES] runs the commands in the arrays cmd_a and cmd_b in turn, RUNS
+# times each, so that a change of the machine's speed during the measurement touches both
+# alike, and prints "seconds kib seconds kib": summarize of cmd_a's runs, then of cmd_b's.
+# With APPLIES, each turn ends with a run of BenchmarkApply over that many applies, whose
+# median it prints last (ns/op), for the ratio of the wall time per pod to Apply. The output
 # left in $tmp/out.yaml is cmd_a's.
 measure_pair() {
-	local runs=$1 i
+	local runs=$1 applies=${2:-0} i
 	: >"$tmp/times.a"
 	: >"$tmp/times.b"
+	: >"$tmp/times.apply"
 	for ((i = 0; i < runs; i++)); do
 		run_once "$tmp/times.b" "${cmd_b[@]}" || return 1
 		run_once "$tmp/times.a" "${cmd_a[@]}" || return 1
+		if [ "$applies" -gt 0 ]; then apply_once "$tmp/times.apply" "$applies"; fi
 	done
-	echo "$(summarize "$tmp/times.a") $(summarize "$tmp/times.b")"
+	echo "$(summarize "$tmp/times.a") $(summarize "$tmp/times.b") $(median "$tmp/times.apply")"
 }
 
 # tree_rss CMD... runs CMD once (output discarded) and prints two numbers in KiB: the largest
@@ -329,7 +346,11 @@ EOF
 	cmd_b=("$tmp/starpod" apply --isolation none --overlay-script "$tmp/overlay.star" -f "$dir/pods.yaml")
 	pair_runs=$RUNS
 	if [ "$n" -le 1000 ]; then pair_runs=$((RUNS * 5)); fi
-	read -r s_t s_m i_t i_m < <(measure_pair "$pair_runs")
+	# From 10,000 pods, Apply is measured in turn with the runs too, for the ratio of the
+	# wall time per pod to it: 2,000 applies take about a tenth of a second.
+	applies=0
+	if [ "$n" -ge 10000 ]; then applies=2000; fi
+	read -r s_t s_m i_t i_m turn_ns < <(measure_pair "$pair_runs" "$applies")
 	docs=$(grep -c '^kind: Pod' "$tmp/out.yaml")
 	if [ "$docs" != "$n" ]; then
 		echo "bench: starpod wrote $docs pods, want $n" >&2
@@ -345,9 +366,9 @@ EOF
 	target "peak RSS ≤ 32 MiB, $n pods, with workers: largest process (all processes: $(awk -v a="$s_all" 'BEGIN { printf "%.1f", a / 1024 }') MiB)" "$(awk -v m="$s_m" 'BEGIN { printf "%.1f MiB", m / 1024 }')" "$(check 'v1 <= 32 * 1024' "$s_m")"
 	target "workers ≤ 1.25× --isolation none, $n pods" "$(awk -v s="$s_t" -v i="$i_t" 'BEGIN { printf "%.2f×", s / i }')" "$(check 'v1 <= 1.25 * v2' "$s_t" "$i_t")"
 	if [ "$n" -ge 10000 ]; then
-		target "wall time per pod ≤ 2× Apply, $n pods, with workers" \
-			"$(awk -v t="$s_t" -v n="$n" -v a="$apply_ns" 'BEGIN { printf "%.2f× (%.1f µs)", (t / n * 1e9) / a, t / n * 1e6 }')" \
-			"$(check '(v1 / v2 * 1e9) <= 2 * v3' "$s_t" "$n" "$apply_ns")"
+		target "wall time per pod ≤ 2× Apply (measured in turn), $n pods, with workers" \
+			"$(awk -v t="$s_t" -v n="$n" -v a="$turn_ns" 'BEGIN { printf "%.2f× (%.1f µs vs %.1f µs)", (t / n * 1e9) / a, t / n * 1e6, a / 1000 }')" \
+			"$(check '(v1 / v2 * 1e9) <= 2 * v3' "$s_t" "$n" "$turn_ns")"
 	fi
 	if [ -z "${first_n:-}" ]; then
 		first_n=$n first_t=$s_t
@@ -402,12 +423,11 @@ for ((i = 0; i < RUNS * 5; i++)); do
 		dry_ok=0
 		break
 	fi
-	(cd engine && "$tmp/engine.test" -test.run '^$' -test.bench '^BenchmarkApply$' -test.benchtime 1000x) |
-		awk '$1 ~ /^BenchmarkApply(-[0-9]+)?$/ { for (i = 2; i < NF; i++) if ($(i+1) == "ns/op") print $i }' >>"$tmp/applies"
+	apply_once "$tmp/applies" 1000
 done
 if [ "$dry_ok" = 1 ]; then
 	read -r r_t r_m < <(summarize "$tmp/dry")
-	dry_ns=$(sort -g "$tmp/applies" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+	dry_ns=$(median "$tmp/applies")
 	echo
 	echo "| scheduler | wall s | peak RSS MiB | vs 1,000 in-process applies, in turn |"
 	echo "|---|---:|---:|---:|"

@@ -142,6 +142,14 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 	if f.diff && (f.dryRun != "client" || f.output != "yaml") {
 		return usagef("--diff: only with --dry-run (client) and YAML output")
 	}
+	// Check the limit flags; the loader is set per overlay by Build. The workers start now,
+	// while this process reads the project config, the kubeconfig and the spec.
+	eopts, err := f.options(a, spec)
+	if err != nil {
+		return err
+	}
+	eopts.Loader = nil
+	prestart(eopts)
 	// The project config's run options come first, so that --cfg wins over them.
 	project, err := component.LoadConfig()
 	if err != nil {
@@ -171,17 +179,10 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 	if err != nil {
 		return err
 	}
-	// Check the limit flags; the loader is set per overlay by Build.
-	eopts, err := f.options(a, spec)
-	if err != nil {
-		return err
-	}
-	eopts.Loader = nil
 	// Each overlay's pod is checked as the API server would check a pod template, so that a
 	// problem is reported at the line of the overlay that wrote it; Build checks the pod of
 	// each task again, with what Volcano owns.
 	eopts.Validation = engine.ValidatePodTemplate
-	prestart(eopts)
 
 	// Building a job allocates several times its size, and the job is held until it is
 	// printed or submitted: collecting at a quarter of the usual frequency takes about a
