@@ -18,7 +18,7 @@
 # Each ratio is of measurements taken in turn, so that a change of the machine's speed touches
 # both sides alike: Apply against the JSON round trip in one loop (BenchmarkApplyVsJSON), apply
 # with workers and in process one run after the other, each pair followed from 10,000 pods by
-# 2,000 applies (for the wall time per pod against Apply), each dry run by 1,000 applies.
+# 5,000 applies (for the wall time per pod against Apply), each dry run by 1,000 applies.
 #
 # kubectl and ytt rows are skipped when the tool is absent. Set YTT_INSTALL=1 to install ytt
 # v0.52.0 with `go install` into a temporary directory when it is not on PATH.
@@ -347,9 +347,9 @@ EOF
 	pair_runs=$RUNS
 	if [ "$n" -le 1000 ]; then pair_runs=$((RUNS * 5)); fi
 	# From 10,000 pods, Apply is measured in turn with the runs too, for the ratio of the
-	# wall time per pod to it: 2,000 applies take about a tenth of a second.
+	# wall time per pod to it: 5,000 applies take about a quarter of a second.
 	applies=0
-	if [ "$n" -ge 10000 ]; then applies=2000; fi
+	if [ "$n" -ge 10000 ]; then applies=5000; fi
 	read -r s_t s_m i_t i_m turn_ns < <(measure_pair "$pair_runs" "$applies")
 	docs=$(grep -c '^kind: Pod' "$tmp/out.yaml")
 	if [ "$docs" != "$n" ]; then
