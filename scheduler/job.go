@@ -100,8 +100,9 @@ func Build(ctx context.Context, app *App, cfg Config, opts BuildOptions) (*vcbat
 }
 
 // build is Build. If print is not nil, it also prints each task with print as soon as the
-// task is built, and returns the texts in the order of the job's tasks.
-func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print func(task *vcbatch.TaskSpec) ([]byte, error)) (*vcbatch.Job, [][]byte, error) {
+// task is built, and returns the texts in the order of the job's tasks; print returns the
+// size of the task's JSON too, as jsonSize counts it.
+func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print taskPrinter) (*vcbatch.Job, [][]byte, error) {
 	// Every problem that can be found before the replicas are built is reported together:
 	// those of the spec (kept by LoadApp and ParseApp, or found now in an App made in Go),
 	// of the run options, of the app id, and of every overlay the app names or opts lists.
@@ -290,6 +291,10 @@ type replica struct {
 	errs     []error
 }
 
+// A taskPrinter prints a task as the only item of spec.tasks and returns its text and the
+// size of the task's JSON.
+type taskPrinter func(task *vcbatch.TaskSpec) (text []byte, size int64, err error)
+
 // A builder holds what every replica's task is built from.
 type builder struct {
 	app       *App
@@ -299,8 +304,8 @@ type builder struct {
 	appName   string
 	firstTask string
 	checks    nameChecks
-	print     func(task *vcbatch.TaskSpec) ([]byte, error) // if not nil, prints each task
-	workers   workers                                      // how workers print tasks, if they do
+	print     taskPrinter // if not nil, prints each task
+	workers   workers     // how workers print tasks, if they do
 
 	// limit bounds the JSON of the tasks together; size is theirs so far, and over says
 	// that it passed the limit, and that no more tasks should be built.
@@ -347,17 +352,22 @@ func (b *builder) tasks(ctx context.Context, reps []*replica, chain engine.Chain
 			b.task(rep, checked)
 		}
 		// The size of the tasks is what estimate found unless overlays changed them: it is
-		// measured only then, or when the task is printed anyway.
+		// measured only then, or when the task is printed anyway, by the printer.
 		if rep.errs == nil && (len(chain) > 0 || b.print != nil) {
+			var text []byte
 			var err error
-			if rep.size, err = jsonSize(rep.task); err != nil {
+			if b.print != nil {
+				text, rep.size, err = b.print(rep.task)
+			} else {
+				rep.size, err = jsonSize(rep.task)
+			}
+			switch {
+			case err != nil:
 				rep.errs = []error{err}
-			} else if b.size.Add(rep.size+1) > b.limit {
+			case b.size.Add(rep.size+1) > b.limit:
 				b.over.Store(true)
-			} else if b.print != nil {
-				if rep.text, err = b.print(rep.task); err != nil {
-					rep.errs = []error{err}
-				}
+			default:
+				rep.text = text
 			}
 		}
 		rep.pod, rep.labels = nil, nil

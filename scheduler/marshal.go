@@ -62,7 +62,7 @@ func Render(ctx context.Context, app *App, cfg Config, opts BuildOptions, format
 		}
 		return Marshal(job, format)
 	}
-	job, texts, err := build(ctx, app, cfg, opts, marshalTaskYAML)
+	job, texts, err := build(ctx, app, cfg, opts, printTask)
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +186,25 @@ func marshalTaskYAML(task *vcbatch.TaskSpec) ([]byte, error) {
 	}
 	return jsonTaskYAML(data)
 }
+
+// printTask returns the YAML of {spec: {tasks: [task]}}, as marshalTaskYAML does, and the
+// size of the task's JSON, as jsonSize counts it: the typed printer counts it as it prints.
+func printTask(task *vcbatch.TaskSpec) ([]byte, int64, error) {
+	var doc taskDoc
+	doc.Spec.Tasks[0] = task
+	if text, size, ok := (stream.YAMLOptions{Prune: true}).MarshalTypedYAMLSize(&doc); ok {
+		return text, size - taskDocJSON, nil
+	}
+	data, err := json.Marshal(task)
+	if err != nil {
+		return nil, 0, err
+	}
+	text, err := jsonTaskYAML(data)
+	return text, int64(len(data)), err
+}
+
+// taskDocJSON is the length of the JSON of a taskDoc but its task's: {"spec":{"tasks":[]}}.
+const taskDocJSON = int64(len(`{"spec":{"tasks":[]}}`))
 
 // A taskDoc is {spec: {tasks: [task]}}, for the typed printer.
 type taskDoc struct {

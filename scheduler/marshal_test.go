@@ -61,6 +61,17 @@ func TestMarshalTasks(t *testing.T) {
 	typed := 0
 	for i := range job.Spec.Tasks {
 		task := &job.Spec.Tasks[i]
+		// printTask prints the same text, and counts the length of the task's JSON.
+		text, size, err := printTask(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, err := marshalTaskYAML(task); err != nil || string(text) != string(want) {
+			t.Errorf("task %d: printTask prints %q, marshalTaskYAML %q (error %v)", i, text, want, err)
+		}
+		if data, err := json.Marshal(task); err != nil || size != int64(len(data)) {
+			t.Errorf("task %d: printTask counts %d, json.Marshal gives %d bytes (error %v)", i, size, len(data), err)
+		}
 		got, ok := typedTaskYAML(task)
 		if !ok {
 			continue

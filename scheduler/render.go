@@ -241,7 +241,7 @@ func renderBuilder(head []byte) (*builder, error) {
 	d := wire.Decoder{B: head}
 	spec, cfgData := d.Bytes(), d.Bytes()
 	b := &builder{jobName: d.String(), appName: d.String(), firstTask: d.String(),
-		opts: &BuildOptions{}, print: marshalTaskYAML, limit: math.MaxInt64}
+		opts: &BuildOptions{}, print: printTask, limit: math.MaxInt64}
 	if n := d.Count(); n > 0 {
 		b.opts.OverlayArgs = make(map[string]string, n)
 		for range n {

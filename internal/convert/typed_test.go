@@ -136,8 +136,9 @@ func checkTypedYAML(t *testing.T, name string, pod *corev1.Pod, doc any) bool {
 }
 
 // checkPrunedYAML checks that YAMLOptions.MarshalTypedYAML prints pod, pruned, as
-// YAMLOptions.JSONToYAML prints its JSON text, if it prints it; and that stream.JSONSize
-// counts the length of that text, if it counts it.
+// YAMLOptions.JSONToYAML prints its JSON text, if it prints it; that stream.JSONSize counts
+// the length of that text, if it counts it; and that YAMLOptions.MarshalTypedYAMLSize prints
+// what MarshalTypedYAML prints and counts that length too.
 func checkPrunedYAML(t *testing.T, name string, pod *corev1.Pod) {
 	t.Helper()
 	data, jerr := json.Marshal(pod)
@@ -146,8 +147,15 @@ func checkPrunedYAML(t *testing.T, name string, pod *corev1.Pod) {
 	}
 	opts := stream.YAMLOptions{Prune: true}
 	got, ok := opts.MarshalTypedYAML(pod)
+	sized, size, sizedOK := opts.MarshalTypedYAMLSize(pod)
+	if sizedOK != ok || string(sized) != string(got) {
+		t.Errorf("%s: MarshalTypedYAMLSize prints %q (%v), MarshalTypedYAML %q (%v)", name, sized, sizedOK, got, ok)
+	}
 	if !ok {
 		return
+	}
+	if jerr == nil && size != int64(len(data)) {
+		t.Errorf("%s: MarshalTypedYAMLSize counts %d, json.Marshal gives %d bytes", name, size, len(data))
 	}
 	if jerr != nil {
 		t.Errorf("%s: json.Marshal fails (%v), the typed printer prints it pruned", name, jerr)

@@ -33,30 +33,42 @@ import (
 // keys the YAML library may print otherwise, strings that are not UTF-8, names that clash
 // in embedded structs, the json ",string" option, and values json.Marshal fails on.
 func MarshalTypedYAML(v any, omitEmpty ...any) ([]byte, bool) {
-	return marshalTyped(v, false, omitEmpty)
+	text, _, ok := marshalTyped(v, false, false, omitEmpty)
+	return text, ok
 }
 
 // MarshalTypedYAML returns the text that o.JSONToYAML gives the JSON text of v, printed
 // straight from v as the function MarshalTypedYAML prints it. It reports false for what it
 // does not print, which the caller prints with JSONToYAML.
 func (o YAMLOptions) MarshalTypedYAML(v any) ([]byte, bool) {
-	return marshalTyped(v, o.Prune, nil)
+	text, _, ok := marshalTyped(v, o.Prune, false, nil)
+	return text, ok
 }
 
-// marshalTyped is MarshalTypedYAML, pruned as YAMLOptions.Prune says if prune is set.
-func marshalTyped(v any, prune bool, omitEmpty []any) ([]byte, bool) {
+// MarshalTypedYAMLSize is o.MarshalTypedYAML, and it returns the length of the JSON text of v
+// too, as [JSONSize] counts it, in the same walk: printing a value and measuring its JSON
+// cost little more than printing it.
+func (o YAMLOptions) MarshalTypedYAMLSize(v any) (text []byte, size int64, ok bool) {
+	return marshalTyped(v, o.Prune, true, nil)
+}
+
+// marshalTyped is MarshalTypedYAML, pruned as YAMLOptions.Prune says if prune is set, and
+// with the length of the JSON text of v if sizing is set (which omitEmpty, whose structs
+// JSON keeps, must not be given with).
+func marshalTyped(v any, prune, sizing bool, omitEmpty []any) ([]byte, int64, bool) {
 	rv := reflect.ValueOf(v)
-	if !rv.IsValid() {
-		return nil, false
+	if !rv.IsValid() || sizing && len(omitEmpty) > 0 {
+		return nil, 0, false
 	}
 	p := printers.Get().(*printer)
 	defer p.release()
 	p.prune, p.pruned, p.emptied, p.drop = prune, 0, false, false
+	p.sizing, p.jsonN = sizing, 0
 	p.omit = p.omit[:0]
 	for _, o := range omitEmpty {
 		ov := reflect.ValueOf(o)
 		if ov.Kind() != reflect.Pointer || ov.IsNil() || ov.Type().Elem().Kind() != reflect.Struct {
-			return nil, false
+			return nil, 0, false
 		}
 		p.omit = append(p.omit, omitted{ov.Type().Elem(), ov.UnsafePointer()})
 	}
@@ -64,12 +76,12 @@ func marshalTyped(v any, prune bool, omitEmpty []any) ([]byte, bool) {
 	var r ref
 	if ti.kind == kindPointer {
 		if rv.IsNil() {
-			return nil, false
+			return nil, 0, false
 		}
 		r, ti = ref{rv.UnsafePointer(), true}, ti.elem
 		for ti.kind == kindPointer {
 			if r.p = *(*unsafe.Pointer)(r.p); r.p == nil {
-				return nil, false
+				return nil, 0, false
 			}
 			ti = ti.elem
 		}
@@ -77,16 +89,16 @@ func marshalTyped(v any, prune bool, omitEmpty []any) ([]byte, bool) {
 		r = p.copyOut(rv) // as json.Marshal has it, not addressable
 	}
 	if ti.kind != kindStruct && ti.kind != kindMap || ti.kind == kindMap && isNilMap(r.p) {
-		return nil, false
+		return nil, 0, false
 	}
 	buf, ok := p.object(make([]byte, 0, int(sizeHint.Load())), r, ti, 0, -1)
 	if !ok {
-		return nil, false
+		return nil, 0, false
 	}
 	if n := int64(len(buf)); n > sizeHint.Load() && n <= 1<<20 {
 		sizeHint.Store(n)
 	}
-	return buf, true
+	return buf, p.jsonN, true
 }
 
 // sizeHint is the capacity MarshalTypedYAML starts its text with: the longest text it
@@ -128,6 +140,8 @@ type printer struct {
 	prefix  []byte
 	omit    []omitted
 	prune   bool            // whether null members, and objects that only they filled, are left out
+	sizing  bool            // whether to count the length of the JSON text of what is printed
+	jsonN   int64           // that length so far, if sizing: of every member, pruned or not
 	pruned  int             // the members left out by prune
 	emptied bool            // whether the object just printed was emptied by prune
 	drop    bool            // whether the member just printed is to be left out, by prune
@@ -237,6 +251,7 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 		buf[len(buf)-1] = '\n' // for the keys below; back to ' ' if none
 	}
 	start, pruned := len(buf), p.pruned
+	members := 0 // of the JSON text, those pruned among them
 	ok := true
 	if ti.kind == kindStruct && !ti.sortFields {
 		// The fields are in key order: print them as they come.
@@ -251,6 +266,7 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 			} else if !present {
 				continue
 			}
+			members++
 			f := &ti.fields[i]
 			mark := len(buf)
 			if n > 0 || !inline {
@@ -269,9 +285,13 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 		if base, ok = p.collect(r, ti, indent); !ok {
 			return buf, false
 		}
+		members = len(p.members) - base
 		if buf, ok = p.printMap(buf, base, indent, inline); !ok {
 			return buf, false
 		}
+	}
+	if p.sizing {
+		p.jsonN += 2 + int64(max(members-1, 0)) // {}, and the commas
 	}
 	if len(buf) == start { // no members
 		if !top && !item {
@@ -298,15 +318,26 @@ func (p *printer) member(buf []byte, key, kt string, r ref, ti *typeInfo, indent
 		}
 	}
 	buf = append(buf, kt...)
+	if p.sizing {
+		p.jsonN += stringSize(key) + 1 // "key":
+	}
 	switch ti.kind { // the scalars that print the fast way, without the path
 	case kindString:
-		if b, ok := appendScalarText(append(buf, ": "...), *(*string)(r.p), indent+len(kt)+2); ok {
+		s := *(*string)(r.p)
+		if b, ok := appendScalarText(append(buf, ": "...), s, indent+len(kt)+2); ok {
+			if p.sizing {
+				p.jsonN += stringSize(s)
+			}
 			return append(b, '\n'), true
 		}
 	case kindInt:
-		return endScalar(strconv.AppendInt(append(buf, ": "...), intAt(r.p, ti.size), 10), "")
+		buf = append(buf, ": "...)
+		n := len(buf)
+		buf = strconv.AppendInt(buf, intAt(r.p, ti.size), 10)
+		p.count(len(buf) - n)
+		return endScalar(buf, "")
 	case kindBool:
-		return endScalar(append(buf, ": "...), strconv.FormatBool(*(*bool)(r.p)))
+		return p.boolean(append(buf, ": "...), *(*bool)(r.p))
 	}
 	start := len(buf)
 	buf = append(buf, ':')
@@ -353,6 +384,7 @@ func (p *printer) printSeq(buf []byte, r ref, n int, elem *typeInfo, indent int,
 		return buf, false
 	}
 	p.push("", "", true)
+	p.count(2 + max(n-1, 0)) // [], and the commas
 	for i := range n {
 		if i > 0 || !inline {
 			buf = appendSpaces(buf, indent)
@@ -360,7 +392,11 @@ func (p *printer) printSeq(buf []byte, r ref, n int, elem *typeInfo, indent int,
 		buf = append(buf, "- "...)
 		v := r.at(uintptr(i) * elem.size)
 		if elem.kind == kindString { // the fast way, as member
-			if b, ok := appendScalarText(buf, *(*string)(v.p), indent+2); ok {
+			s := *(*string)(v.p)
+			if b, ok := appendScalarText(buf, s, indent+2); ok {
+				if p.sizing {
+					p.jsonN += stringSize(s)
+				}
 				buf = append(b, '\n')
 				continue
 			}
@@ -395,12 +431,12 @@ func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]
 	case !ok:
 		return buf, false
 	case null:
-		return endScalar(buf, "null")
+		return p.null(buf)
 	}
 	switch ti.kind {
 	case kindStruct, kindMap:
 		if ti.kind == kindMap && isNilMap(r.p) {
-			return endScalar(buf, "null")
+			return p.null(buf)
 		}
 		if item {
 			return p.object(buf, r, ti, indent, -2)
@@ -411,11 +447,12 @@ func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]
 		if ti.kind == kindSlice {
 			h := (*sliceHeader)(r.p)
 			if h.data == nil {
-				return endScalar(buf, "null")
+				return p.null(buf)
 			}
 			r, n = ref{h.data, true}, h.len // the items of a slice are addressable
 		}
 		if n == 0 {
+			p.count(2)
 			return endScalar(buf, "[]")
 		}
 		if item {
@@ -424,42 +461,69 @@ func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]
 		buf[len(buf)-1] = '\n'
 		return p.printSeq(buf, r, n, ti.elem, indent, false)
 	case kindString:
-		return p.str(buf, *(*string)(r.p), col)
+		s := *(*string)(r.p)
+		if p.sizing {
+			p.jsonN += stringSize(s)
+		}
+		return p.str(buf, s, col)
 	case kindBytes:
 		b := *(*[]byte)(r.p) // a slice of a byte kind, of the layout of []byte
 		if b == nil {
-			return endScalar(buf, "null")
+			return p.null(buf)
 		}
+		p.count(2 + base64.StdEncoding.EncodedLen(len(b)))
 		return p.str(buf, base64.StdEncoding.EncodeToString(b), col)
 	case kindBool:
-		return endScalar(buf, strconv.FormatBool(*(*bool)(r.p)))
+		return p.boolean(buf, *(*bool)(r.p))
 	case kindInt:
-		return endScalar(strconv.AppendInt(buf, intAt(r.p, ti.size), 10), "")
+		n := len(buf)
+		buf = strconv.AppendInt(buf, intAt(r.p, ti.size), 10)
+		p.count(len(buf) - n)
+		return endScalar(buf, "")
 	case kindUint:
-		return endScalar(strconv.AppendUint(buf, uintAt(r.p, ti.size), 10), "")
+		n := len(buf)
+		buf = strconv.AppendUint(buf, uintAt(r.p, ti.size), 10)
+		p.count(len(buf) - n)
+		return endScalar(buf, "")
 	case kindFloat:
+		var f float64
 		if ti.bits == 32 {
-			return p.float(buf, float64(*(*float32)(r.p)), 32)
+			f = float64(*(*float32)(r.p))
+		} else {
+			f = *(*float64)(r.p)
 		}
-		return p.float(buf, *(*float64)(r.p), 64)
+		if p.sizing && !p.countFloat(f, ti.bits) {
+			return buf, false
+		}
+		return p.float(buf, f, ti.bits)
 	case kindMarshaler, kindAddrMarshaler:
 		m, ok := methods(r, ti).(json.Marshaler)
 		if !ok {
-			return endScalar(buf, "null") // a nil pointer
+			return p.null(buf) // a nil pointer
 		}
 		data, err := m.MarshalJSON()
 		if err != nil {
 			return buf, false
 		}
+		if p.sizing {
+			n, ok := marshaledSize(data)
+			if !ok {
+				return buf, false
+			}
+			p.jsonN += n
+		}
 		return p.json(buf, data, indent, keyLen, col)
 	case kindText, kindAddrText:
 		m, ok := methods(r, ti).(encoding.TextMarshaler)
 		if !ok {
-			return endScalar(buf, "null") // a nil pointer
+			return p.null(buf) // a nil pointer
 		}
 		text, err := m.MarshalText()
 		if err != nil {
 			return buf, false
+		}
+		if p.sizing {
+			p.jsonN += stringSize(string(text))
 		}
 		return p.str(buf, string(text), col)
 	}

@@ -173,7 +173,10 @@ func TestMarshalTypedYAML(t *testing.T) {
 		{"nil", (*typedAll)(nil), true},
 		{"slice", []int{1}, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) { checkTyped(t, tc.v, tc.declined) })
+		t.Run(tc.name, func(t *testing.T) {
+			checkTyped(t, tc.v, tc.declined)
+			checkPrintedSize(t, tc.v)
+		})
 	}
 }
 
@@ -260,6 +263,7 @@ func TestMarshalTypedYAMLPrune(t *testing.T) {
 			if diff := cmp.Diff(string(want), string(got)); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
+			checkPrintedSize(t, tc.v)
 			// Without prune, the same as MarshalTypedYAML.
 			got, ok = YAMLOptions{}.MarshalTypedYAML(tc.v)
 			want, _ = MarshalTypedYAML(tc.v)

@@ -1,7 +1,7 @@
 package stream
 
 // This file defines how MarshalTypedYAML prints scalars: strings, numbers, and the text of a
-// type's own MarshalJSON or MarshalText.
+// type's own MarshalJSON or MarshalText; and how it counts their JSON text.
 
 import (
 	"bytes"
@@ -17,6 +17,40 @@ import (
 func endScalar(buf []byte, s string) ([]byte, bool) {
 	buf = append(buf, s...)
 	return append(buf, '\n'), true
+}
+
+// null appends null, and counts it.
+func (p *printer) null(buf []byte) ([]byte, bool) {
+	p.count(4)
+	return endScalar(buf, "null")
+}
+
+// boolean appends v, and counts it.
+func (p *printer) boolean(buf []byte, v bool) ([]byte, bool) {
+	s := strconv.FormatBool(v)
+	p.count(len(s))
+	return endScalar(buf, s)
+}
+
+// count adds n bytes to the length of the JSON text, if p counts it.
+func (p *printer) count(n int) {
+	if p.sizing {
+		p.jsonN += int64(n)
+	}
+}
+
+// countFloat counts f, of bits bits, as json.Marshal writes it, and reports false if it fails
+// on it.
+func (p *printer) countFloat(f float64, bits int) bool {
+	var data []byte
+	var err error
+	if bits == 32 {
+		data, err = json.Marshal(float32(f))
+	} else {
+		data, err = json.Marshal(f)
+	}
+	p.jsonN += int64(len(data))
+	return err == nil
 }
 
 // str appends the string s starting at column col, as printScalar of the transcoder does.

@@ -64,7 +64,29 @@ func TestJSONSize(t *testing.T) {
 			if got != int64(len(data)) {
 				t.Errorf("got %d, want %d, the length of %s", got, len(data), data)
 			}
+			checkPrintedSize(t, tc.v)
 		})
+	}
+}
+
+// checkPrintedSize checks that YAMLOptions.MarshalTypedYAMLSize, pruned or not, prints v as
+// YAMLOptions.MarshalTypedYAML does and counts the length of json.Marshal's text of it, if it
+// prints v; and that it prints what MarshalTypedYAML prints.
+func checkPrintedSize(t *testing.T, v any) {
+	t.Helper()
+	for _, opts := range []YAMLOptions{{}, {Prune: true}} {
+		text, size, ok := opts.MarshalTypedYAMLSize(v)
+		want, wantOK := opts.MarshalTypedYAML(v)
+		if ok != wantOK || string(text) != string(want) {
+			t.Errorf("prune %v: MarshalTypedYAMLSize prints %q (%v), MarshalTypedYAML %q (%v)", opts.Prune, text, ok, want, wantOK)
+		}
+		if !ok {
+			continue
+		}
+		data, err := json.Marshal(v)
+		if err != nil || size != int64(len(data)) {
+			t.Errorf("prune %v: MarshalTypedYAMLSize counts %d, json.Marshal gives %d bytes (error %v): %s", opts.Prune, size, len(data), err, data)
+		}
 	}
 }
 
