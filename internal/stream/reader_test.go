@@ -378,3 +378,59 @@ func checkStream(t *testing.T, in string, want []string, wantErr string) {
 		t.Errorf("got error %v, want %s", err, wantErr)
 	}
 }
+
+// TestSplitAcrossBuffers checks the documents of a long stream, many of which cross the end
+// of the reader's buffer or are larger than it, against a split of the text line by line:
+// the reader takes a document whole from its buffer when it can (nextBuffered), and line by
+// line when not, and both must give the same texts, lines and indexes.
+func TestSplitAcrossBuffers(t *testing.T) {
+	separators := []string{"---\n", "--- # next\n", "---   \n", "---\t\n"}
+	var text strings.Builder
+	type doc struct {
+		line int
+		raw  string
+	}
+	var want []doc
+	line := 1
+	for i := range 400 {
+		if i > 0 {
+			text.WriteString(separators[i%len(separators)])
+			line++
+		}
+		if i%37 == 5 {
+			text.WriteString("# only a comment\n\n")
+			line += 2
+			continue // a blank document: skipped
+		}
+		var d strings.Builder
+		fmt.Fprintf(&d, "kind: ConfigMap\nmetadata:\n  name: d%d\ndata:\n", i)
+		for j := range (i * 7919) % 3000 { // up to ~90 KiB, past the buffer's 64 KiB
+			fmt.Fprintf(&d, "  k%d: \"%s\"\n", j, strings.Repeat("v", j%20))
+		}
+		if i%11 == 3 {
+			d.WriteString("--text-that-is-no-separator: x\n")
+		}
+		want = append(want, doc{line, d.String()})
+		line += strings.Count(d.String(), "\n")
+		text.WriteString(d.String())
+	}
+	r := NewReader("in.yaml", strings.NewReader(text.String()))
+	for i := 0; ; i++ {
+		d, err := r.NextText()
+		if err == io.EOF {
+			if i != len(want) {
+				t.Fatalf("got %d documents, want %d", i, len(want))
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i >= len(want) {
+			t.Fatalf("got more than %d documents", len(want))
+		}
+		if d.Index != i || d.Line != want[i].line || string(d.Raw) != want[i].raw {
+			t.Fatalf("document %d: got index %d, line %d, %d bytes; want line %d, %d bytes", i, d.Index, d.Line, len(d.Raw), want[i].line, len(want[i].raw))
+		}
+	}
+}
