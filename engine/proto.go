@@ -272,6 +272,24 @@ func (w *wireError) error() error {
 	return e
 }
 
+// EncodeError returns err, an *Error of an apply, as bytes from which [DecodeError] makes the
+// *Error that an apply in a worker process reports to its parent: with its position,
+// backtrace, field errors and limit, its texts cut as a worker cuts them. A task in a worker
+// (see [RegisterTask]) may answer with them, so that its parent need not apply again to learn
+// the error.
+func EncodeError(err error) ([]byte, error) {
+	return toWire(err).encode(1 << 20)
+}
+
+// DecodeError returns the *Error that [EncodeError] encoded as data.
+func DecodeError(data []byte) (error, error) {
+	var we wireError
+	if err := json.Unmarshal(data, &we); err != nil {
+		return nil, fmt.Errorf("malformed error: %v", err)
+	}
+	return we.error(), nil
+}
+
 // cutText returns s if it is at most max bytes long, and otherwise its first max bytes or
 // fewer (up to the start of a UTF-8 sequence) followed by a marker saying how many bytes were
 // cut.

@@ -931,3 +931,38 @@ func TestWorkerPoolConcurrentDeaths(t *testing.T) {
 		t.Errorf("stats after Close = %+v, want no workers alive", s)
 	}
 }
+
+// TestEncodeError checks that an error of an apply in process, encoded and decoded, is the
+// error the same apply in a worker reports: its message, backtrace, field errors and limit.
+func TestEncodeError(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	for _, src := range []string{
+		"def overlay(pod):\n    fail(\"no\")\n",
+		"def overlay(pod):\n    pod[\"spec\"][\"priorty\"] = 1\n    pod[\"spec\"][\"containers\"][0][\"name\"] = \"Bad_Name\"\n    return pod\n",
+		"def overlay(pod):\n    for i in range(1 << 40):\n        pass\n",
+	} {
+		local := compile(t, src, &engine.Options{MaxSteps: 1000})
+		remote := compile(t, src, &engine.Options{MaxSteps: 1000, Isolation: engine.WorkerProcess, Workers: pool, MaxMemory: 128 << 20})
+		_, err := local.Apply(context.Background(), testPod(), nil)
+		_, want := remote.Apply(context.Background(), testPod(), nil)
+		if err == nil || want == nil {
+			t.Fatalf("%q: got errors %v and %v, want two", src, err, want)
+		}
+		data, eerr := engine.EncodeError(err)
+		if eerr != nil {
+			t.Fatal(eerr)
+		}
+		got, derr := engine.DecodeError(data)
+		if derr != nil {
+			t.Fatal(derr)
+		}
+		sameErrors(t, src, want, got)
+		if diff := cmp.Diff(want.Error(), got.Error()); diff != "" {
+			t.Errorf("%q: (-in a worker +decoded):\n%s", src, diff)
+		}
+	}
+	if _, err := engine.DecodeError([]byte("{")); err == nil {
+		t.Error("DecodeError of malformed data: got no error")
+	}
+}

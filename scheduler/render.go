@@ -120,12 +120,20 @@ func (b *builder) tasksInWorker(ctx context.Context, reps []*replica, chain engi
 		ok   bool
 		size int64
 		text []byte
+		err  error // the overlay's error, if the worker sent it
 	}
 	results := make([]result, len(reps))
 	for i := range results {
 		r := &results[i]
-		if r.ok = d.Byte() == 0; r.ok {
+		switch d.Byte() {
+		case replicaBuilt:
+			r.ok = true
 			r.size, r.text = int64(d.Uvarint()), d.Bytes()
+		case replicaOverlayError:
+			var err error
+			if r.err, err = engine.DecodeError(d.Bytes()); err != nil {
+				return false
+			}
 		}
 	}
 	if d.End() != nil {
@@ -135,6 +143,11 @@ func (b *builder) tasksInWorker(ctx context.Context, reps []*replica, chain engi
 	var failed []*replica
 	for i, rep := range reps {
 		r := results[i]
+		if r.err != nil {
+			// As tasks reports an overlay's error, which it would give again.
+			rep.errs = []error{&ReplicaError{Role: b.app.Roles[rep.role].Name, ReplicaID: rep.id, Err: r.err}}
+			continue
+		}
 		if !r.ok {
 			failed = append(failed, rep)
 			continue
@@ -154,18 +167,21 @@ func (b *builder) tasksInWorker(ctx context.Context, reps []*replica, chain engi
 	return true
 }
 
-// retryFailed builds here the replicas that failed in workers, once no other replica is
-// being built, so that their errors are those of tasks, with the output of print() muted.
+// retryFailed builds here the replicas that failed in workers but of an overlay's error (which
+// the worker sends), once no other replica is being built, so that their errors are those of
+// tasks, with the output of print() muted.
 func (b *builder) retryFailed(ctx context.Context, chains []engine.Chain) {
 	b.workers.muted.Store(true)
 	defer b.workers.muted.Store(false)
 	for _, reps := range b.workers.failed {
+		retriedReplicas.Add(int64(len(reps)))
 		b.tasks(ctx, reps, chains[reps[0].role])
 	}
 }
 
-// workerChunks counts the chunks that workers built, for tests.
-var workerChunks atomic.Int64
+// workerChunks counts the chunks that workers built, and retriedReplicas the replicas that
+// failed in workers and were built again, for tests.
+var workerChunks, retriedReplicas atomic.Int64
 
 // timeout is the time limit of each apply of an overlay.
 func (b *builder) timeout() time.Duration {
@@ -212,14 +228,48 @@ func renderTask(ctx context.Context, chain engine.Chain, _ *engine.Env, req []by
 	answer := make([]byte, 0, size)
 	for _, rep := range reps {
 		if len(rep.errs) > 0 {
-			answer = append(answer, 1)
+			if data, ok := overlayError(rep.errs); ok {
+				answer = append(answer, replicaOverlayError)
+				answer = wire.AppendBytes(answer, data)
+				continue
+			}
+			answer = append(answer, replicaFailed)
 			continue
 		}
-		answer = append(answer, 0)
+		answer = append(answer, replicaBuilt)
 		answer = binary.AppendUvarint(answer, uint64(rep.size))
 		answer = wire.AppendBytes(answer, rep.text)
 	}
 	return answer, nil
+}
+
+// What the answer of a chunk says of each replica.
+const (
+	replicaBuilt        = 0 // then the size of its task's JSON and its text
+	replicaFailed       = 1 // to be built again in the parent, which reports its errors
+	replicaOverlayError = 2 // then its overlay's error, as engine.EncodeError encodes it
+)
+
+// maxShippedError bounds the encoding of an overlay's error that a worker sends: a larger one
+// (of many field errors) is left for the parent to find again.
+const maxShippedError = 64 << 10
+
+// overlayError returns the encoding of errs, the errors of a replica, if they are one error
+// of an overlay's apply: the parent reports it as tasks does, without applying the overlays
+// to the replica again (at the cost, for an overlay that ran to its time limit, of that limit
+// again). Other errors, such as those of the checks of what Volcano owns, the parent finds
+// again by building the replica.
+func overlayError(errs []error) ([]byte, bool) {
+	var re *ReplicaError
+	var e *engine.Error
+	if len(errs) != 1 || !errors.As(errs[0], &re) || !errors.As(re.Err, &e) || e != re.Err {
+		return nil, false
+	}
+	data, err := engine.EncodeError(e)
+	if err != nil || len(data) > maxShippedError {
+		return nil, false
+	}
+	return data, true
 }
 
 // lastBuilder is the builder of the last request a worker served: the chunks of one job

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.starlark.net/syntax"
@@ -99,9 +100,10 @@ func renderErrors(t *testing.T, app *scheduler.App, eopts engine.Options) (strin
 }
 
 // TestRenderWorkersErrors checks that replicas that fail in a worker (an overlay's fail(),
-// a field the schema does not know, a pod that validation rejects) are built again here and
-// reported as in process, with the overlay's backtrace, and that what the overlay prints is
-// printed once.
+// a field the schema does not know, a pod that validation rejects, a loop past the time
+// limit, a name Volcano owns) are reported as in process, with the overlay's backtrace; that
+// only those whose errors are not an overlay's are built again here (so that a loop does not
+// take its time limit twice); and that what the overlay prints is printed once.
 func TestRenderWorkersErrors(t *testing.T) {
 	app := writeApp(t, map[string]string{
 		"app.yaml": workerApp,
@@ -117,11 +119,17 @@ func TestRenderWorkersErrors(t *testing.T) {
 			"    if ctx.replica_id == 120:\n" +
 			"        pod[\"spec\"][\"containers\"][0][\"name\"] = \"Bad_Name\"\n" +
 			"    if ctx.replica_id == 130:\n" +
-			"        pod[\"metadata\"][\"name\"] = \"mine\"\n",
+			"        pod[\"metadata\"][\"name\"] = \"mine\"\n" +
+			"    if ctx.replica_id == 140:\n" +
+			"        for i in range(1 << 40):\n" +
+			"            pass\n",
 	})
-	want, wantPrints := renderErrors(t, app, engine.Options{})
-	before := scheduler.WorkerChunks.Load()
-	got, gotPrints := renderErrors(t, app, workerOptions(t))
+	limits := engine.Options{Timeout: 200 * time.Millisecond, MaxSteps: 1 << 50}
+	want, wantPrints := renderErrors(t, app, limits)
+	before, retried := scheduler.WorkerChunks.Load(), scheduler.RetriedReplicas.Load()
+	wopts := workerOptions(t)
+	wopts.Timeout, wopts.MaxSteps = limits.Timeout, limits.MaxSteps
+	got, gotPrints := renderErrors(t, app, wopts)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("errors (-in process +workers):\n%s", diff)
 	}
@@ -134,7 +142,12 @@ func TestRenderWorkersErrors(t *testing.T) {
 	if scheduler.WorkerChunks.Load() == before {
 		t.Error("workers built no chunk of replicas")
 	}
-	for _, s := range []string{"role a replica 3: ", "no replica 149", "Traceback", "priorty", "Bad_Name", "Volcano names the pods"} {
+	// The errors of replicas 120 and 130 are those of the checks of the pod after the
+	// overlays: they are found again here. The worker sends the overlays' errors.
+	if n := scheduler.RetriedReplicas.Load() - retried; n != 2 {
+		t.Errorf("%d replicas were built again here, want 2", n)
+	}
+	for _, s := range []string{"role a replica 3: ", "no replica 149", "Traceback", "priorty", "Bad_Name", "Volcano names the pods", "replica 140: ", "time limit"} {
 		if !strings.Contains(got, s) {
 			t.Errorf("the errors do not say %q:\n%s", s, got)
 		}
