@@ -290,9 +290,8 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 			return buf, false
 		}
 	}
-	if p.sizing {
-		p.jsonN += 2 + int64(max(members-1, 0)) // {}, and the commas
-	}
+	// {}, and the commas between the members.
+	p.count(2 + max(members-1, 0))
 	if len(buf) == start { // no members
 		if !top && !item {
 			buf[len(buf)-1] = ' '
@@ -318,16 +317,14 @@ func (p *printer) member(buf []byte, key, kt string, r ref, ti *typeInfo, indent
 		}
 	}
 	buf = append(buf, kt...)
-	if p.sizing {
-		p.jsonN += stringSize(key) + 1 // "key":
-	}
+	// "key":
+	p.countString(key)
+	p.count(1)
 	switch ti.kind { // the scalars that print the fast way, without the path
 	case kindString:
 		s := *(*string)(r.p)
 		if b, ok := appendScalarText(append(buf, ": "...), s, indent+len(kt)+2); ok {
-			if p.sizing {
-				p.jsonN += stringSize(s)
-			}
+			p.countString(s)
 			return append(b, '\n'), true
 		}
 	case kindInt:
@@ -394,9 +391,7 @@ func (p *printer) printSeq(buf []byte, r ref, n int, elem *typeInfo, indent int,
 		if elem.kind == kindString { // the fast way, as member
 			s := *(*string)(v.p)
 			if b, ok := appendScalarText(buf, s, indent+2); ok {
-				if p.sizing {
-					p.jsonN += stringSize(s)
-				}
+				p.countString(s)
 				buf = append(b, '\n')
 				continue
 			}
@@ -462,9 +457,7 @@ func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]
 		return p.printSeq(buf, r, n, ti.elem, indent, false)
 	case kindString:
 		s := *(*string)(r.p)
-		if p.sizing {
-			p.jsonN += stringSize(s)
-		}
+		p.countString(s)
 		return p.str(buf, s, col)
 	case kindBytes:
 		b := *(*[]byte)(r.p) // a slice of a byte kind, of the layout of []byte
@@ -522,9 +515,7 @@ func (p *printer) value(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([]
 		if err != nil {
 			return buf, false
 		}
-		if p.sizing {
-			p.jsonN += stringSize(string(text))
-		}
+		p.countString(string(text))
 		return p.str(buf, string(text), col)
 	}
 	return buf, false

@@ -39,6 +39,13 @@ func (p *printer) count(n int) {
 	}
 }
 
+// countString adds the length of the JSON text of s, if p counts it.
+func (p *printer) countString(s string) {
+	if p.sizing {
+		p.jsonN += stringSize(s)
+	}
+}
+
 // countFloat counts f, of bits bits, as json.Marshal writes it, and reports false if it fails
 // on it.
 func (p *printer) countFloat(f float64, bits int) bool {
