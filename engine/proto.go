@@ -39,8 +39,10 @@ package engine
 // A pod frame's body is the ctx (a uvarint length and the encoding of appendEnv; length 0 for
 // a nil ctx), the kind and apiVersion (each a uvarint length and the bytes) and the pod's
 // protobuf encoding, to the end of the frame. A result frame's body is the same without the
-// ctx. The worker decodes a pod or a ctx whose bytes equal the previous pod's or ctx's only
-// once; Apply does not change them.
+// ctx. The worker decodes a ctx whose bytes equal the previous ctx's only once, and takes the
+// metadata, spec or status of a pod whose encoding equals the previous pod's from that pod
+// (see podDecoder); Apply does not change them. The parent decodes results in the same way,
+// with copies.
 
 import (
 	"bytes"

@@ -141,7 +141,7 @@ func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline tim
 	defer r.pool.Put(w)
 	st, _ := w.State.(*workerState)
 	if st == nil {
-		st = new(workerState)
+		st = &workerState{results: podDecoder{copy: true}}
 		w.State = st
 	}
 	// others reports whether the worker holds scripts besides this one.
@@ -178,6 +178,7 @@ func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline tim
 	}
 	w.Keys.Use(key) // as the worker does when it reads the apply
 	a.began = time.Now()
+	st.results.forget() // its caller may have changed it
 	x := &applyExchange{r: r, st: st, b: b, a: &a}
 	err = w.Call(ctx, x, sandbox.CallOptions{First: first, Each: workerGrace + timeout, Async: len(b.todo) > 1})
 	if err != nil {
@@ -318,7 +319,7 @@ func (x *applyExchange) Answer(kind byte, body []byte) (bool, error) {
 		return false, nil // the result follows
 	case frameResult:
 		if !b.failed || !b.first {
-			pod, err := decodePod(body)
+			pod, err := x.st.results.decode(body)
 			if err != nil {
 				b.errs[i] = &Error{Overlay: o.name, Err: fmt.Errorf("decoding the result: %v", err)}
 				b.failed = true
@@ -344,11 +345,12 @@ func (x *applyExchange) Answer(kind byte, body []byte) (bool, error) {
 }
 
 // workerState is what the parent keeps of a worker between applies: the pod and ctx it sent
-// last, and their encodings.
+// last, and their encodings, and the decoder of its results.
 type workerState struct {
 	enc     podEncoder
 	env     *Env
 	envData []byte
+	results podDecoder
 }
 
 // sendPods sends an apply request of the script key to the pods of b still to do.

@@ -124,10 +124,10 @@ type server struct {
 
 	explain bool // whether the apply at hand explains each result
 
-	// The ctx and pod decoded last, and their encodings.
-	lastEnvData, lastPodData []byte
-	lastEnv                  *Env
-	lastPod                  *corev1.Pod
+	// The ctx decoded last and its encoding, and the decoder of pods.
+	lastEnvData []byte
+	lastEnv     *Env
+	pods        podDecoder
 
 	enc podEncoder
 }
@@ -280,22 +280,17 @@ func (s *server) applyPod(o *Overlay, body []byte) (bool, error) {
 		}
 		s.lastEnv, s.lastEnvData = env, append(s.lastEnvData[:0], envData...)
 	}
-	if s.lastPod == nil || !bytes.Equal(podData, s.lastPodData) {
-		s.lastPod = nil
-		pod, err := decodePod(podData)
-		if err != nil {
-			return false, fmt.Errorf("decoding a pod: %v", err)
-		}
-		s.lastPod, s.lastPodData = pod, append(s.lastPodData[:0], podData...)
+	pod, err := s.pods.decode(podData)
+	if err != nil {
+		return false, fmt.Errorf("decoding a pod: %v", err)
 	}
 	s.resetPrint()
 	var res *corev1.Pod
 	var changes []Change
-	var err error
 	if s.explain {
-		res, changes, err = o.Explain(context.Background(), s.lastPod, s.lastEnv)
+		res, changes, err = o.Explain(context.Background(), pod, s.lastEnv)
 	} else {
-		res, err = o.Apply(context.Background(), s.lastPod, s.lastEnv)
+		res, err = o.Apply(context.Background(), pod, s.lastEnv)
 	}
 	if s.printErr != nil {
 		return false, s.printErr
