@@ -4,16 +4,14 @@ package main
 //
 // The KRM function protocol (a config.kubernetes.io/v1 ResourceList on standard input and
 // output, results, and the annotations orchestrators keep on items) is read and written by
-// sigs.k8s.io/kustomize/kyaml's fn/framework, the library kustomize and kpt functions are
-// written with, rather than by hand. Its cost, measured on linux/amd64 with Go 1.26: the
-// starpod binary grows by 1.4 MB (29.3 to 30.7 MB, 5%), a process starts with 1.1 MB more
-// resident memory (17.0 to 18.1 MB: package initialisation, paid by the worker processes
-// too), and reading and writing a ResourceList of 1,000 Deployments takes 63.5 MB at most
-// against 60.8 MB for go.yaml.in/yaml/v3 nodes alone, which kyaml is built on. For that it
-// keeps the comments of items (kyaml/comments copies them onto an item starpod changed), the
-// config.kubernetes.io/* and internal.config.kubernetes.io/* annotations (reconciled as
-// kustomize expects), and writes results in the form both orchestrators read. That cost is
-// acceptable; a hand-written reader would save it and have to follow the protocol's changes.
+// sigs.k8s.io/kustomize/kyaml's kio, which kustomize and kpt functions are written with,
+// rather than by hand: it keeps the comments of items (kyaml/comments copies them onto an
+// item starpod changed) and the config.kubernetes.io/* and internal.config.kubernetes.io/*
+// annotations (reconciled as kustomize expects), and writes results in the form both
+// orchestrators read (see fn_list.go). kyaml's fn/framework, the layer above kio, is not
+// used: all it would add is its results' types, and its configuration schemas link
+// kube-openapi's validation, whose initialisation every starpod process pays, workers too:
+// about 2.4 ms of the 12 ms a process takes to start (linux/amd64, Go 1.26).
 
 import (
 	"context"
@@ -29,7 +27,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/kustomize/kyaml/comments"
-	"sigs.k8s.io/kustomize/kyaml/fn/framework"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
@@ -105,11 +102,11 @@ func runFn(ctx context.Context, a *app, f *fnFlags) error {
 	}
 	p := &fnProcessor{ctx: ctx, a: a, f: f}
 	rw := &kio.ByteReadWriter{Reader: a.stdin, Writer: a.stdout, KeepReaderAnnotations: true}
-	err := framework.Execute(p, rw)
-	var results framework.Results
+	err := processList(rw, p.Process)
+	var results fnResults
 	if errors.As(err, &results) {
 		for _, r := range results {
-			if r.Severity == framework.Error {
+			if r.Severity == severityError {
 				fmt.Fprintln(a.stderr, r.String())
 			}
 		}
@@ -199,14 +196,14 @@ type fnItem struct {
 
 // Process applies the overlays to the items of rl. On any error it leaves every item as it
 // was and returns the results, which hold the errors.
-func (p *fnProcessor) Process(rl *framework.ResourceList) error {
-	fail := func(r ...*framework.Result) error {
+func (p *fnProcessor) Process(rl *resourceList) error {
+	fail := func(r ...*fnResult) error {
 		rl.Results = append(rl.Results, r...)
 		return rl.Results
 	}
 	cfg, err := fnConfigOf(rl.FunctionConfig)
 	if err != nil {
-		return fail(&framework.Result{Severity: framework.Error, Message: err.Error()})
+		return fail(&fnResult{Severity: severityError, Message: err.Error()})
 	}
 	f := p.f.overlayFlags // a copy: the functionConfig adds to the flags
 	f.args = append([]string(nil), f.args...)
@@ -215,23 +212,23 @@ func (p *fnProcessor) Process(rl *framework.ResourceList) error {
 	}
 	env, err := f.env()
 	if err != nil {
-		return fail(&framework.Result{Severity: framework.Error, Message: "functionConfig.spec.args: " + err.Error()})
+		return fail(&fnResult{Severity: severityError, Message: "functionConfig.spec.args: " + err.Error()})
 	}
 	rules, err := podTemplateRules(append(append([]string(nil), p.f.podTmpl...), cfg.PodTemplates...))
 	if err != nil {
-		return fail(&framework.Result{Severity: framework.Error, Message: "functionConfig.spec.podTemplates: " + err.Error()})
+		return fail(&fnResult{Severity: severityError, Message: "functionConfig.spec.podTemplates: " + err.Error()})
 	}
 	chain, errs := p.compile(&f, cfg)
 	if len(errs) > 0 {
 		return fail(errs...)
 	}
 	if len(chain) == 0 {
-		return fail(&framework.Result{Severity: framework.Error,
+		return fail(&fnResult{Severity: severityError,
 			Message: "no overlay: give --overlay-script, or spec.overlays or spec.script in the functionConfig"})
 	}
 
 	// Find the templates of every item, then apply the chain to all of them at once.
-	var results framework.Results
+	var results fnResults
 	items := make([]fnItem, len(rl.Items))
 	var pods []*corev1.Pod
 	var envs []*engine.Env
@@ -263,7 +260,7 @@ func (p *fnProcessor) Process(rl *framework.ResourceList) error {
 		return fail(results...)
 	}
 	if len(pods) == 0 {
-		rl.Results = append(rl.Results, &framework.Result{Severity: framework.Warning,
+		rl.Results = append(rl.Results, &fnResult{Severity: severityWarning,
 			Message: "the items held no pod and no pod template; nothing was applied"})
 		return nil
 	}
@@ -304,18 +301,18 @@ func (p *fnProcessor) Process(rl *framework.ResourceList) error {
 
 // compile compiles the --overlay-script files, the files of the functionConfig and its
 // inline script, in that order. Each problem is a result.
-func (p *fnProcessor) compile(f *overlayFlags, cfg *fnConfig) (engine.Chain, framework.Results) {
+func (p *fnProcessor) compile(f *overlayFlags, cfg *fnConfig) (engine.Chain, fnResults) {
 	var chain engine.Chain
-	var results framework.Results
+	var results fnResults
 	add := func(o *engine.Overlay, err error, file string) {
 		var usage *usageError
 		switch {
 		case errors.As(err, &usage):
-			results = append(results, &framework.Result{Severity: framework.Error, Message: err.Error()})
+			results = append(results, &fnResult{Severity: severityError, Message: err.Error()})
 		case err != nil:
-			r := &framework.Result{Severity: framework.Error, Message: overlayMessage(err)}
+			r := &fnResult{Severity: severityError, Message: overlayMessage(err)}
 			if file != "" {
-				r.File = &framework.File{Path: file}
+				r.File = &fnFile{Path: file}
 			}
 			results = append(results, r)
 		default:
@@ -363,7 +360,7 @@ func itemName(node *kyaml.RNode, i int) string {
 }
 
 // fileOf returns the file an item came from, as the orchestrator's annotations say.
-func fileOf(node *kyaml.RNode) *framework.File {
+func fileOf(node *kyaml.RNode) *fnFile {
 	a := node.GetAnnotations()
 	path, index := a[kioutil.PathAnnotation], a[kioutil.IndexAnnotation]
 	if path == "" {
@@ -373,32 +370,32 @@ func fileOf(node *kyaml.RNode) *framework.File {
 		return nil
 	}
 	n, _ := strconv.Atoi(index)
-	return &framework.File{Path: path, Index: n}
+	return &fnFile{Path: path, Index: n}
 }
 
 // itemResult returns the error result of an item, at path when it is not nil.
-func itemResult(node *kyaml.RNode, path *field.Path, msg string) *framework.Result {
-	r := &framework.Result{Severity: framework.Error, Message: msg, File: fileOf(node),
+func itemResult(node *kyaml.RNode, path *field.Path, msg string) *fnResult {
+	r := &fnResult{Severity: severityError, Message: msg, File: fileOf(node),
 		ResourceRef: &kyaml.ResourceIdentifier{
 			TypeMeta: kyaml.TypeMeta{APIVersion: node.GetApiVersion(), Kind: node.GetKind()},
 			NameMeta: kyaml.NameMeta{Name: node.GetName(), Namespace: node.GetNamespace()},
 		}}
 	if path != nil {
-		r.Field = &framework.Field{Path: path.String()}
+		r.Field = &fnField{Path: path.String()}
 	}
 	return r
 }
 
 // fieldResults returns a result for each field error of err, a *workload.Error.
-func fieldResults(node *kyaml.RNode, err error) framework.Results {
+func fieldResults(node *kyaml.RNode, err error) fnResults {
 	var we *workload.Error
 	if !errors.As(err, &we) {
-		return framework.Results{itemResult(node, nil, err.Error())}
+		return fnResults{itemResult(node, nil, err.Error())}
 	}
-	var out framework.Results
+	var out fnResults
 	for _, fe := range we.Fields {
 		r := itemResult(node, nil, fe.ErrorBody())
-		r.Field = &framework.Field{Path: fe.Field}
+		r.Field = &fnField{Path: fe.Field}
 		out = append(out, r)
 	}
 	return out
