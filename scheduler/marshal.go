@@ -128,6 +128,38 @@ func marshalTasksYAML(job *vcbatch.Job, tasks [][]byte) ([]byte, bool, error) {
 		block[t] = data[len(tasksPrefix):]
 	}
 
+	if text, ok := typedJobYAML(job, block); ok {
+		return text, true, nil
+	}
+	return jsonJobYAML(job, block)
+}
+
+// typedJobYAML prints the job as jsonJobYAML does, but straight from its fields, and with
+// block, the texts of its tasks, copied once into the text; it reports false if the typed
+// printer declines the job.
+func typedJobYAML(job *vcbatch.Job, block stream.Block) ([]byte, bool) {
+	head := *job
+	head.Spec.Tasks = nil
+	head.Status = vcbatch.JobStatus{} // clean takes it out, empty or not
+	before, after, ok := stream.YAMLOptions{Prune: true}.MarshalTypedYAMLSplit(&head, &head.Spec.Tasks, &head.Status)
+	if !ok || !bytes.HasSuffix(before, []byte("\n"+tasksPrefix[len("spec:\n"):])) {
+		return nil, false
+	}
+	n := len(before) + len(after)
+	for _, b := range block {
+		n += len(b)
+	}
+	text := append(make([]byte, 0, n), before...)
+	for _, b := range block {
+		text = append(text, b...)
+	}
+	return append(text, after...), true
+}
+
+// jsonJobYAML prints the job, whose tasks' texts block holds, from its JSON text: the job
+// without its tasks, cleaned, with block as the block of spec.tasks. It reports false if it
+// cannot print the job so.
+func jsonJobYAML(job *vcbatch.Job, block stream.Block) ([]byte, bool, error) {
 	head := *job
 	head.Spec.Tasks = nil
 	data, err := json.Marshal(&head)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/starpod/starpod/internal/stream"
 )
 
 // TestMarshalTasks checks that the YAML of a job of several tasks, printed a task at a time,
@@ -117,5 +120,37 @@ func TestMarshalTasks(t *testing.T) {
 	}
 	if string(viaMarshal) != string(got) {
 		t.Errorf("Marshal does not print the tasks one at a time")
+	}
+
+	// The job around its tasks prints from its fields as from its JSON text: with a status
+	// (left out), a time, and the other members of spec before and after tasks.
+	texts := make([][]byte, len(job.Spec.Tasks))
+	for i := range job.Spec.Tasks {
+		if texts[i], err = marshalTaskYAML(&job.Spec.Tasks[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	block := make(stream.Block, len(texts))
+	for i, text := range texts {
+		block[i] = text[len(tasksPrefix):]
+	}
+	more := job.DeepCopy()
+	more.CreationTimestamp = metav1.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	more.Spec.TTLSecondsAfterFinished = ptr(int32(60))
+	more.Spec.MinAvailable, more.Spec.MaxRetry, more.Spec.SchedulerName = 3, 2, "volcano"
+	more.Spec.Volumes = []vcbatch.VolumeSpec{{MountPath: "/data", VolumeClaimName: "claim"}}
+	more.Status = vcbatch.JobStatus{State: vcbatch.JobState{Phase: vcbatch.Running}, Running: 2}
+	for _, j := range []*vcbatch.Job{job, more} {
+		want, ok, err := jsonJobYAML(j, block)
+		if err != nil || !ok {
+			t.Fatalf("jsonJobYAML: ok %v, error %v", ok, err)
+		}
+		got, ok := typedJobYAML(j, block)
+		if !ok {
+			t.Fatalf("typedJobYAML declined the job")
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("the job around its tasks (-JSON +typed):\n%s", diff)
+		}
 	}
 }

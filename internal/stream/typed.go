@@ -52,16 +52,42 @@ func (o YAMLOptions) MarshalTypedYAMLSize(v any) (text []byte, size int64, ok bo
 	return marshalTyped(v, o.Prune, true, nil)
 }
 
+// MarshalTypedYAMLSplit is o.MarshalTypedYAML with the structs of omitEmpty left out where
+// empty, as the function MarshalTypedYAML leaves them out, except that the member whose value
+// at points to (a field of a struct within v) prints as its key alone, present even if it is
+// empty: the text is split after the key's line, and the caller writes the member's value,
+// indented for the key, between before and after. It reports false if it does not print v,
+// or if v has no such member.
+func (o YAMLOptions) MarshalTypedYAMLSplit(v, at any, omitEmpty ...any) (before, after []byte, ok bool) {
+	av := reflect.ValueOf(at)
+	if !av.IsValid() || av.Kind() != reflect.Pointer || av.IsNil() {
+		return nil, nil, false
+	}
+	p := printers.Get().(*printer)
+	defer p.release()
+	p.split, p.splitTo, p.splitAt = av.UnsafePointer(), av.Type().Elem(), -1
+	text, _, ok := p.marshal(v, o.Prune, false, omitEmpty)
+	if !ok || p.splitAt < 0 {
+		return nil, nil, false
+	}
+	return text[:p.splitAt:p.splitAt], text[p.splitAt:], true
+}
+
 // marshalTyped is MarshalTypedYAML, pruned as YAMLOptions.Prune says if prune is set, and
 // with the length of the JSON text of v if sizing is set (which omitEmpty, whose structs
 // JSON keeps, must not be given with).
 func marshalTyped(v any, prune, sizing bool, omitEmpty []any) ([]byte, int64, bool) {
+	p := printers.Get().(*printer)
+	defer p.release()
+	return p.marshal(v, prune, sizing, omitEmpty)
+}
+
+// marshal is marshalTyped with the printer p.
+func (p *printer) marshal(v any, prune, sizing bool, omitEmpty []any) ([]byte, int64, bool) {
 	rv := reflect.ValueOf(v)
 	if !rv.IsValid() || sizing && len(omitEmpty) > 0 {
 		return nil, 0, false
 	}
-	p := printers.Get().(*printer)
-	defer p.release()
 	p.prune, p.pruned, p.emptied, p.drop = prune, 0, false, false
 	p.sizing, p.jsonN = sizing, 0
 	p.omit = p.omit[:0]
@@ -146,6 +172,9 @@ type printer struct {
 	emptied bool            // whether the object just printed was emptied by prune
 	drop    bool            // whether the member just printed is to be left out, by prune
 	order   keyOrder[int32] // of indexes of members, by their keys
+	split   unsafe.Pointer  // the value of the member to split the text at, if any
+	splitTo reflect.Type    // its type (a struct and its first field share an address)
+	splitAt int             // where the text was split, or -1
 	depth   int
 	iter    reflect.MapIter
 	slots   []*slots                // by the slot IDs of typeInfos
@@ -179,62 +208,13 @@ func (p *printer) release() {
 	clear(p.path[:cap(p.path)])
 	clear(p.omit[:cap(p.omit)])
 	p.used, p.members, p.index, p.path, p.depth = p.used[:0], p.members[:0], p.index[:0], p.path[:0], 0
+	p.split, p.splitTo = nil, nil
 	if len(p.others) > 64 {
 		p.others = nil
 	}
 	if cap(p.members) <= 1<<12 && cap(p.prefix) <= 1<<16 {
 		printers.Put(p)
 	}
-}
-
-// field returns the field f of the struct of r, and whether it prints: it does not if it is
-// in a nil embedded struct, if its omitempty or omitzero option leaves it out, or if it is an
-// empty struct of p.omit.
-func (p *printer) field(r ref, f *typedField) (fr ref, present, ok bool) {
-	if len(f.embeds) > 0 {
-		for _, off := range f.embeds {
-			if r.p = *(*unsafe.Pointer)(unsafe.Add(r.p, off)); r.p == nil {
-				return r, false, true
-			}
-		}
-		r.addr = true // reached through a pointer
-	}
-	fr = r.at(f.offset)
-	if f.omitsEmpty(fr.p) {
-		return fr, false, true
-	}
-	if f.isZero != nil && f.isZero(reflect.NewAt(f.info.typ, fr.p).Elem()) {
-		return fr, false, true
-	}
-	if f.info.kind == kindStruct && len(p.omit) > 0 && p.omitted(fr, f.info) {
-		empty, ok := p.empty(fr, f.info)
-		return fr, !empty, ok
-	}
-	return fr, true, true
-}
-
-// empty reports whether the struct of r prints as {}.
-func (p *printer) empty(r ref, ti *typeInfo) (empty, ok bool) {
-	for i := range ti.fields {
-		_, present, ok := p.field(r, &ti.fields[i])
-		if !ok || present {
-			return !present, ok
-		}
-	}
-	return true, true
-}
-
-// omitted reports whether the struct of r, of type ti, is one of p.omit.
-func (p *printer) omitted(r ref, ti *typeInfo) bool {
-	if !r.addr {
-		return false
-	}
-	for _, o := range p.omit {
-		if o.p == r.p && o.t == ti.typ {
-			return true
-		}
-	}
-	return false
 }
 
 // object appends the struct or map of r, as value does, or at the top if keyLen is -1.
@@ -257,7 +237,7 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 		// The fields are in key order: print them as they come.
 		n := 0
 		for i := range ti.fields {
-			if ti.leftOut(r.p, i) {
+			if ti.leftOut(r.p, i) && p.split == nil { // else structField says
 				continue
 			}
 			fr, present, ok := p.structField(r, &ti.fields[i])
@@ -317,6 +297,11 @@ func (p *printer) member(buf []byte, key, kt string, r ref, ti *typeInfo, indent
 		}
 	}
 	buf = append(buf, kt...)
+	if p.splits(r, ti) && p.splitAt < 0 {
+		buf = append(buf, ":\n"...)
+		p.splitAt = len(buf)
+		return buf, true
+	}
 	// "key":
 	p.countString(key)
 	p.count(1)
@@ -560,13 +545,4 @@ func (p *printer) deref(r ref, ti *typeInfo) (_ ref, _ *typeInfo, null, ok bool)
 func (ti *typeInfo) leftOut(v unsafe.Pointer, i int) bool {
 	at := ti.skips[i]
 	return at != noSkip && *(*uintptr)(unsafe.Add(v, at)) == 0
-}
-
-// structField is field, the fast way for a field in the struct itself.
-func (p *printer) structField(r ref, f *typedField) (fr ref, present, ok bool) {
-	if f.direct {
-		fr = r.at(f.offset)
-		return fr, !f.omitsEmpty(fr.p), true
-	}
-	return p.field(r, f)
 }

@@ -471,3 +471,73 @@ func TestMarshalTypedYAMLOmitInTheMaking(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// typedSplit has the member to split at in the middle of its keys, in a struct whose first
+// field shares its address with the struct.
+type typedSplit struct {
+	Zeta  string         `json:"zeta"`
+	Head  typedSplitHead `json:"head"`
+	Alpha *string        `json:"alpha"`
+}
+
+type typedSplitHead struct {
+	Items []typedInner    `json:"items,omitempty"`
+	Last  map[string]int  `json:"last,omitempty"`
+	First typedInner      `json:"first"`
+	Nulls map[string]*int `json:"nulls,omitempty"`
+}
+
+func TestMarshalTypedYAMLSplit(t *testing.T) {
+	full := &typedSplit{Zeta: "z", Head: typedSplitHead{
+		Items: []typedInner{{A: 1, B: "one"}, {A: 2}},
+		Last:  map[string]int{"x": 1}, First: typedInner{A: 3}, Nulls: map[string]*int{"n": nil}}}
+	for _, prune := range []bool{false, true} {
+		o := YAMLOptions{Prune: prune}
+		whole, ok := o.MarshalTypedYAML(full)
+		if !ok {
+			t.Fatal("printing the whole value: declined")
+		}
+		for _, empty := range []bool{false, true} {
+			v := *full
+			if empty {
+				v.Head.Items = nil // present all the same
+			}
+			before, after, ok := o.MarshalTypedYAMLSplit(&v, &v.Head.Items)
+			if !ok {
+				t.Fatalf("prune %v, empty %v: declined", prune, empty)
+			}
+			if !strings.HasSuffix(string(before), "\n  items:\n") {
+				t.Errorf("prune %v, empty %v: before ends %q, want the key's line", prune, empty, before)
+			}
+			// The items printed where the split is make the whole text.
+			items := whole[len(before) : len(whole)-len(after)]
+			if got := string(before) + string(items) + string(after); got != string(whole) {
+				t.Errorf("prune %v, empty %v: split text\n%s|%s\nwant\n%s", prune, empty, before, after, whole)
+			}
+			if !strings.HasPrefix(string(items), "  - a: 1\n") {
+				t.Errorf("prune %v: items %q, want them at the key's column", prune, items)
+			}
+		}
+	}
+	// The first field of a struct: the struct itself, at the same address, is not split.
+	v := *full
+	before, after, ok := YAMLOptions{}.MarshalTypedYAMLSplit(&v, &v.Head.Items)
+	if !ok || !strings.Contains(string(before), "head:\n") || strings.Count(string(before)+string(after), "head:") != 1 || !strings.HasSuffix(string(before), "  items:\n") {
+		t.Errorf("split at a struct's first field: got %v,\n%s|%s", ok, before, after)
+	}
+	// With the struct of omitEmpty left out, and no member to split at.
+	v.Head.First = typedInner{}
+	if _, _, ok := (YAMLOptions{}).MarshalTypedYAMLSplit(&v, &v.Alpha, &v.Head.First); !ok {
+		t.Error("split with omitEmpty: declined")
+	}
+	other := []typedInner{}
+	for _, at := range []any{nil, &other, (*[]typedInner)(nil), v.Head.Items} {
+		if _, _, ok := (YAMLOptions{}).MarshalTypedYAMLSplit(&v, at); ok {
+			t.Errorf("split at %T %v, not a member of v: got ok", at, at)
+		}
+	}
+	// The printer is left as it was: the next text is whole.
+	if text, ok := (YAMLOptions{}).MarshalTypedYAML(full); !ok || !strings.Contains(string(text), "items:\n  - a: 1") {
+		t.Errorf("after a split: got %v,\n%s", ok, text)
+	}
+}

@@ -2,7 +2,7 @@ package stream
 
 // This file defines how MarshalTypedYAML gathers the members of maps, and of structs whose
 // keys it sorts: the slots that hold copies of the entries of maps, the members, and their
-// order.
+// order; and which fields of a struct it prints.
 
 import (
 	"reflect"
@@ -176,4 +176,71 @@ func appendIndexes(index []int32, i, j int) []int32 {
 		index = append(index, int32(i))
 	}
 	return index
+}
+
+// field returns the field f of the struct of r, and whether it prints: it does not if it is
+// in a nil embedded struct, if its omitempty or omitzero option leaves it out, or if it is an
+// empty struct of p.omit.
+func (p *printer) field(r ref, f *typedField) (fr ref, present, ok bool) {
+	if len(f.embeds) > 0 {
+		for _, off := range f.embeds {
+			if r.p = *(*unsafe.Pointer)(unsafe.Add(r.p, off)); r.p == nil {
+				return r, false, true
+			}
+		}
+		r.addr = true // reached through a pointer
+	}
+	fr = r.at(f.offset)
+	if p.splits(fr, f.info) {
+		return fr, true, true
+	}
+	if f.omitsEmpty(fr.p) {
+		return fr, false, true
+	}
+	if f.isZero != nil && f.isZero(reflect.NewAt(f.info.typ, fr.p).Elem()) {
+		return fr, false, true
+	}
+	if f.info.kind == kindStruct && len(p.omit) > 0 && p.omitted(fr, f.info) {
+		empty, ok := p.empty(fr, f.info)
+		return fr, !empty, ok
+	}
+	return fr, true, true
+}
+
+// empty reports whether the struct of r prints as {}.
+func (p *printer) empty(r ref, ti *typeInfo) (empty, ok bool) {
+	for i := range ti.fields {
+		_, present, ok := p.field(r, &ti.fields[i])
+		if !ok || present {
+			return !present, ok
+		}
+	}
+	return true, true
+}
+
+// omitted reports whether the struct of r, of type ti, is one of p.omit.
+func (p *printer) omitted(r ref, ti *typeInfo) bool {
+	if !r.addr {
+		return false
+	}
+	for _, o := range p.omit {
+		if o.p == r.p && o.t == ti.typ {
+			return true
+		}
+	}
+	return false
+}
+
+// structField is field, the fast way for a field in the struct itself.
+func (p *printer) structField(r ref, f *typedField) (fr ref, present, ok bool) {
+	if f.direct {
+		fr = r.at(f.offset)
+		return fr, !f.omitsEmpty(fr.p) || p.splits(fr, f.info), true
+	}
+	return p.field(r, f)
+}
+
+// splits reports whether the value of r, of type ti, is the member to split the text at.
+func (p *printer) splits(r ref, ti *typeInfo) bool {
+	return p.split != nil && r.p == p.split && ti.typ == p.splitTo
 }
