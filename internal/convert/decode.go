@@ -432,13 +432,23 @@ func bigToFloat(g any) any {
 	return g
 }
 
+// A structDecoder decodes a struct. As a structEncoder, it finds its fields, and makes the
+// decoders of their types, when it first decodes one.
 type structDecoder struct {
+	t      reflect.Type
+	once   sync.Once
 	fields *structFields
 	decs   []decoderFunc
 }
 
 func newStructDecoder(t reflect.Type) decoderFunc {
-	sd := &structDecoder{fields: cachedFields(t)}
+	sd := &structDecoder{t: t}
+	return sd.decode
+}
+
+// init finds the fields of sd's struct and makes their decoders.
+func (sd *structDecoder) init() {
+	sd.fields = cachedFields(sd.t)
 	sd.decs = make([]decoderFunc, len(sd.fields.list))
 	for i := range sd.fields.list {
 		f := &sd.fields.list[i]
@@ -448,10 +458,10 @@ func newStructDecoder(t reflect.Type) decoderFunc {
 			sd.decs[i] = typeDecoder(f.typ)
 		}
 	}
-	return sd.decode
 }
 
 func (sd *structDecoder) decode(w *walker, x starlark.Value, v reflect.Value) {
+	sd.once.Do(sd.init)
 	d, ok := x.(*starlark.Dict)
 	if !ok {
 		if x == starlark.None {

@@ -263,13 +263,25 @@ func interfaceEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
 	return typeEncoder(elem.Type())(e, elem)
 }
 
+// A structEncoder encodes a struct. It finds its fields, and makes the encoders of their
+// types, when it first encodes one: most of the types a struct's fields reach (a pod's reach
+// about 350) are those of fields that values leave empty, and making their encoders up front
+// took a process a millisecond or more before its first pod.
 type structEncoder struct {
+	t      reflect.Type
+	once   sync.Once
 	fields *structFields
 	encs   []encoderFunc
 }
 
 func newStructEncoder(t reflect.Type) encoderFunc {
-	se := &structEncoder{fields: cachedFields(t)}
+	se := &structEncoder{t: t}
+	return se.encode
+}
+
+// init finds the fields of se's struct and makes their encoders.
+func (se *structEncoder) init() {
+	se.fields = cachedFields(se.t)
 	se.encs = make([]encoderFunc, len(se.fields.list))
 	for i := range se.fields.list {
 		f := &se.fields.list[i]
@@ -279,7 +291,6 @@ func newStructEncoder(t reflect.Type) encoderFunc {
 			se.encs[i] = typeEncoder(f.typ)
 		}
 	}
-	return se.encode
 }
 
 // hasJSONMethods reports whether t, or what it points to, has its own JSON or text form,
@@ -299,6 +310,7 @@ func hasJSONMethods(t reflect.Type) bool {
 }
 
 func (se *structEncoder) encode(e *encoder, v reflect.Value) (starlark.Value, error) {
+	se.once.Do(se.init)
 	start := len(e.pending)
 	fields := se.fields.list
 next:

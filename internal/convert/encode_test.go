@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -304,4 +306,51 @@ func firstDiff(got, want string) string {
 	}
 	start := max(0, i-80)
 	return fmt.Sprintf("at byte %d:\n got ...%s\nwant ...%s", i, got[start:min(len(got), i+80)], want[start:min(len(want), i+80)])
+}
+
+type lazyOuter struct {
+	In *lazyMid `json:"in,omitempty"`
+}
+
+type lazyMid struct {
+	Deep lazyDeep `json:"deep"`
+}
+
+type lazyDeep struct {
+	X int `json:"x"`
+}
+
+// TestLazyStructCodecs checks that the encoder and decoder of a struct make those of its
+// fields' types only once they encode or decode one of its values: a pod's type reaches
+// hundreds of types that its values leave empty.
+func TestLazyStructCodecs(t *testing.T) {
+	deep := reflect.TypeFor[lazyDeep]()
+	made := func(cache *sync.Map) bool {
+		_, ok := cache.Load(deep)
+		return ok
+	}
+	x, err := ToStarlark(&lazyOuter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(x, new(lazyOuter), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if made(&encoderCache) || made(&decoderCache) {
+		t.Fatalf("with no lazyMid value: encoder of lazyDeep made %v, decoder %v, want neither", made(&encoderCache), made(&decoderCache))
+	}
+	x, err = ToStarlark(&lazyOuter{In: &lazyMid{Deep: lazyDeep{X: 7}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back lazyOuter
+	if errs, err := Decode(x, &back, nil, nil); err != nil || len(errs) > 0 {
+		t.Fatal(errs, err)
+	}
+	if back.In == nil || back.In.Deep.X != 7 {
+		t.Errorf("round trip: got %+v", back.In)
+	}
+	if !made(&encoderCache) || !made(&decoderCache) {
+		t.Errorf("after a lazyMid value: encoder of lazyDeep made %v, decoder %v, want both", made(&encoderCache), made(&decoderCache))
+	}
 }
