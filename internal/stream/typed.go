@@ -230,6 +230,9 @@ func (p *printer) object(buf []byte, r ref, ti *typeInfo, indent, keyLen int) ([
 	if !top && !item {
 		buf[len(buf)-1] = '\n' // for the keys below; back to ' ' if none
 	}
+	if ti.kind == kindStruct && !ti.structInfo() {
+		return buf, false
+	}
 	start, pruned := len(buf), p.pruned
 	members := 0 // of the JSON text, those pruned among them
 	ok := true

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -539,5 +540,42 @@ func TestMarshalTypedYAMLSplit(t *testing.T) {
 	// The printer is left as it was: the next text is whole.
 	if text, ok := (YAMLOptions{}).MarshalTypedYAML(full); !ok || !strings.Contains(string(text), "items:\n  - a: 1") {
 		t.Errorf("after a split: got %v,\n%s", ok, text)
+	}
+}
+
+type typedLazyOuter struct {
+	In *typedLazyMid `json:"in,omitempty"`
+}
+
+type typedLazyMid struct {
+	Deep typedLazyDeep `json:"deep"`
+}
+
+type typedLazyDeep struct {
+	X int `json:"x"`
+}
+
+// TestTypedInfoLazy checks that the members of a struct are found when a value of it is first
+// printed or sized, not when a type that reaches it is.
+func TestTypedInfoLazy(t *testing.T) {
+	found := func() bool {
+		_, ok := typeInfos.m.Load(reflect.TypeFor[typedLazyDeep]())
+		return ok
+	}
+	if _, ok := MarshalTypedYAML(&typedLazyOuter{}); !ok {
+		t.Fatal("declined")
+	}
+	if _, ok := JSONSize(&typedLazyOuter{}); !ok {
+		t.Fatal("JSONSize declined")
+	}
+	if found() {
+		t.Fatal("typedLazyDeep's members found for a value that has none")
+	}
+	text, ok := MarshalTypedYAML(&typedLazyOuter{In: &typedLazyMid{Deep: typedLazyDeep{X: 3}}})
+	if !ok || string(text) != "in:\n  deep:\n    x: 3\n" {
+		t.Errorf("got %v, %q", ok, text)
+	}
+	if !found() {
+		t.Error("typedLazyDeep's members not found once printed")
 	}
 }

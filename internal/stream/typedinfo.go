@@ -46,6 +46,9 @@ type typeInfo struct {
 	elem *typeInfo // of a pointer, slice, array or map; for kindAddr*, the type without its methods
 	// The members of a struct, in key order unless sortFields is set: their order is then
 	// not the same for every subset, and printing a struct sorts the members it prints.
+	// They are found when a value of the struct is first printed (see structInfo).
+	once       sync.Once
+	declined   bool // of a struct, whether its members decline it
 	fields     []typedField
 	skips      []uintptr // by field, the offset of the word of an emptyWord direct field, else noSkip
 	sortFields bool
@@ -240,19 +243,38 @@ func buildInfo(t reflect.Type, allowAddr bool, building map[reflect.Type]*typeIn
 	case reflect.Array:
 		ti.kind, ti.elem, ti.len = kindArray, buildInfo(t.Elem(), true, building), t.Len()
 	case reflect.Struct:
-		if fields, ok := structFields(t, building); ok {
-			ti.kind, ti.fields = kindStruct, fields
-			ti.sortFields = !fixedOrder(fields)
-			ti.skips = make([]uintptr, len(fields))
-			for i, f := range fields {
-				ti.skips[i] = noSkip
-				if f.direct && f.empty == emptyWord {
-					ti.skips[i] = f.offset + f.emptyAt
-				}
-			}
-		}
+		ti.kind = kindStruct // its members are found later, by structInfo
 	}
 	return ti
+}
+
+// structInfo finds the members of ti, a struct, once, and reports whether they print: those
+// of most of the types a pod's type reaches are never needed, as its values leave them
+// empty, and finding them all up front took a process a millisecond or more.
+func (ti *typeInfo) structInfo() bool {
+	ti.once.Do(func() {
+		typeInfos.Lock()
+		defer typeInfos.Unlock()
+		building := make(map[reflect.Type]*typeInfo)
+		fields, ok := structFields(ti.typ, building)
+		for t, ti := range building {
+			typeInfos.m.LoadOrStore(t, ti)
+		}
+		if !ok {
+			ti.declined = true
+			return
+		}
+		ti.fields = fields
+		ti.sortFields = !fixedOrder(fields)
+		ti.skips = make([]uintptr, len(fields))
+		for i, f := range fields {
+			ti.skips[i] = noSkip
+			if f.direct && f.empty == emptyWord {
+				ti.skips[i] = f.offset + f.emptyAt
+			}
+		}
+	})
+	return !ti.declined
 }
 
 // structFields returns the JSON members of the struct t as encoding/json's typeFields finds

@@ -209,6 +209,9 @@ func (p *printer) field(r ref, f *typedField) (fr ref, present, ok bool) {
 
 // empty reports whether the struct of r prints as {}.
 func (p *printer) empty(r ref, ti *typeInfo) (empty, ok bool) {
+	if !ti.structInfo() {
+		return false, false
+	}
 	for i := range ti.fields {
 		_, present, ok := p.field(r, &ti.fields[i])
 		if !ok || present {

@@ -126,6 +126,9 @@ func (s *jsonSizer) collection(r ref, ti *typeInfo) (int64, bool) {
 
 // object returns the length of the JSON text of the struct of r.
 func (s *jsonSizer) object(r ref, ti *typeInfo) (int64, bool) {
+	if !ti.structInfo() {
+		return 0, false
+	}
 	n, members := int64(2), 0 // {}
 	for i := range ti.fields {
 		if ti.leftOut(r.p, i) {
