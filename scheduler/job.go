@@ -307,6 +307,10 @@ type builder struct {
 	print     taskPrinter // if not nil, prints each task
 	workers   workers     // how workers print tasks, if they do
 
+	// The parts of the pods of each role, made when a pod of the role is first built.
+	partsMu   sync.Mutex
+	roleParts []*roleParts
+
 	// limit bounds the JSON of the tasks together; size is theirs so far, and over says
 	// that it passed the limit, and that no more tasks should be built.
 	limit int64
@@ -405,10 +409,23 @@ func (b *builder) podAs(rep *replica, rank0 bool) {
 		LabelRoleIndex: strconv.Itoa(rep.role),
 		LabelReplicaID: strconv.Itoa(rep.id),
 	}
-	rep.pod = rolePod(r, name, m, b.cfg, rank0)
+	rep.pod = b.parts(rep.role).pod(r, name, m, rank0)
 	// Overlays see the labels (to use them in affinity selectors, say), and whatever they do
 	// to them is undone by task.
 	setPodLabels(rep.pod, rep.labels)
+}
+
+// parts returns the parts of the pods of role ri, made once.
+func (b *builder) parts(ri int) *roleParts {
+	b.partsMu.Lock()
+	defer b.partsMu.Unlock()
+	if b.roleParts == nil {
+		b.roleParts = make([]*roleParts, len(b.app.Roles))
+	}
+	if b.roleParts[ri] == nil {
+		b.roleParts[ri] = newRoleParts(&b.app.Roles[ri], b.cfg)
+	}
+	return b.roleParts[ri]
 }
 
 // task builds the task of a replica from the pod the overlays returned: it sets the

@@ -25,39 +25,38 @@ const (
 // rolePod returns the pod of one replica of a role, before overlays. name is the task's name,
 // which is also the container's.
 func rolePod(r *Role, name string, m macroValues, cfg *Config, rank0 bool) *corev1.Pod {
-	c := corev1.Container{
-		Name:      name,
-		Image:     r.Image,
-		Command:   append([]string{r.Entrypoint}, expandAll(m, r.Args)...),
-		Resources: resources(&r.Resource, cfg),
-	}
-	if rank0 {
-		c.Env = append(c.Env, corev1.EnvVar{Name: Rank0HostEnv, Value: "localhost"})
-	}
-	for _, e := range r.Env {
-		if path, ok := strings.CutPrefix(e.Value, FieldPathPrefix); ok {
-			c.Env = append(c.Env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{
-				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path},
-			}})
-			continue
-		}
-		c.Env = append(c.Env, corev1.EnvVar{Name: e.Name, Value: m.expand(e.Value)})
-	}
-	for _, port := range sortedKeys(r.PortMap) {
-		c.Ports = append(c.Ports, corev1.ContainerPort{Name: port, ContainerPort: int32(r.PortMap[port])})
-	}
+	return newRoleParts(r, cfg).pod(r, name, m, rank0)
+}
 
-	spec := corev1.PodSpec{
+// roleParts are the parts of the pods of a role's replicas that no macro changes: their
+// resources, ports, volumes and mounts, the same for every replica. The pods of a role share
+// them: nothing changes a pod's parts once it is built (overlays get copies, as Starlark
+// values, and return new pods).
+type roleParts struct {
+	spec      corev1.PodSpec // all but the containers
+	resources corev1.ResourceRequirements
+	ports     []corev1.ContainerPort
+	mounts    []corev1.VolumeMount
+	security  *corev1.SecurityContext
+}
+
+// newRoleParts returns the parts of the pods of role r.
+func newRoleParts(r *Role, cfg *Config) *roleParts {
+	rp := &roleParts{resources: resources(&r.Resource, cfg)}
+	rp.spec = corev1.PodSpec{
 		RestartPolicy:      corev1.RestartPolicyNever,
 		ServiceAccountName: cfg.ServiceAccount,
 		PriorityClassName:  cfg.PriorityClass,
-		// The shared memory volume, then one per mount: sized once, as a Volume is large.
-		Volumes: append(make([]corev1.Volume, 0, 1+len(r.Mounts)), corev1.Volume{
-			Name:         shmVolume,
-			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}},
-		}),
 	}
-	c.VolumeMounts = append(make([]corev1.VolumeMount, 0, 1+len(r.Mounts)), corev1.VolumeMount{Name: shmVolume, MountPath: shmPath})
+	for _, port := range sortedKeys(r.PortMap) {
+		rp.ports = append(rp.ports, corev1.ContainerPort{Name: port, ContainerPort: int32(r.PortMap[port])})
+	}
+	// The shared memory volume, then one per mount: sized once, as a Volume is large.
+	rp.spec.Volumes = append(make([]corev1.Volume, 0, 1+len(r.Mounts)), corev1.Volume{
+		Name:         shmVolume,
+		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}},
+	})
+	rp.mounts = append(make([]corev1.VolumeMount, 0, 1+len(r.Mounts)), corev1.VolumeMount{Name: shmVolume, MountPath: shmPath})
 	for i, mnt := range r.Mounts {
 		vol := corev1.Volume{Name: "mount-" + strconv.Itoa(i)}
 		vm := corev1.VolumeMount{Name: vol.Name, MountPath: mnt.Dst, ReadOnly: mnt.ReadOnly}
@@ -76,16 +75,40 @@ func rolePod(r *Role, name string, m macroValues, cfg *Config, rank0 bool) *core
 				perm = "rwm"
 			}
 			vm.ReadOnly = !strings.ContainsAny(perm, "wm")
-			c.SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+			rp.security = &corev1.SecurityContext{Privileged: ptr(true)}
 		}
-		spec.Volumes = append(spec.Volumes, vol)
-		c.VolumeMounts = append(c.VolumeMounts, vm)
+		rp.spec.Volumes = append(rp.spec.Volumes, vol)
+		rp.mounts = append(rp.mounts, vm)
 	}
 	if it, ok := r.Resource.Capabilities[InstanceTypeLabel]; ok {
-		spec.NodeSelector = map[string]string{InstanceTypeLabel: it}
+		rp.spec.NodeSelector = map[string]string{InstanceTypeLabel: it}
 	}
-	spec.Containers = []corev1.Container{c}
+	return rp
+}
 
+// pod returns the pod of one replica of role r, whose parts rp are, as rolePod does.
+func (rp *roleParts) pod(r *Role, name string, m macroValues, rank0 bool) *corev1.Pod {
+	c := corev1.Container{
+		Name:            name,
+		Image:           r.Image,
+		Command:         append([]string{r.Entrypoint}, expandAll(m, r.Args)...),
+		Resources:       rp.resources,
+		Ports:           rp.ports,
+		VolumeMounts:    rp.mounts,
+		SecurityContext: rp.security,
+	}
+	if rank0 {
+		c.Env = append(c.Env, corev1.EnvVar{Name: Rank0HostEnv, Value: "localhost"})
+	}
+	for _, e := range r.Env {
+		if path, ok := strings.CutPrefix(e.Value, FieldPathPrefix); ok {
+			c.Env = append(c.Env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path},
+			}})
+			continue
+		}
+		c.Env = append(c.Env, corev1.EnvVar{Name: e.Name, Value: m.expand(e.Value)})
+	}
 	meta := metav1.ObjectMeta{
 		Annotations: map[string]string{IstioInjectAnnotation: "false"},
 	}
@@ -98,11 +121,13 @@ func rolePod(r *Role, name string, m macroValues, cfg *Config, rank0 bool) *core
 	for k, v := range r.Metadata.Annotations {
 		meta.Annotations[k] = m.expand(v)
 	}
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: meta,
-		Spec:       spec,
+		Spec:       rp.spec,
 	}
+	pod.Spec.Containers = []corev1.Container{c}
+	return pod
 }
 
 // resources returns the container's requests and limits: CPU limit cpu*1000 millicores and
