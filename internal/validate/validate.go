@@ -21,7 +21,6 @@ package validate
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,24 +135,25 @@ func Pod(pod *corev1.Pod, opts *Options) field.ErrorList {
 	}
 	c := opts.Cache
 	var errs field.ErrorList
-	meta := field.NewPath("metadata")
+	// Paths are made for the errors only: a pod that passes makes none.
+	meta := func() *field.Path { return field.NewPath("metadata") }
 	if opts.Unnamed {
 		if pod.Name != opts.InName {
-			errs = append(errs, field.Forbidden(meta.Child("name"), fmt.Sprintf("a pod template has no name: got %q", pod.Name)))
+			errs = append(errs, field.Forbidden(meta().Child("name"), fmt.Sprintf("a pod template has no name: got %q", pod.Name)))
 		}
 		if pod.Namespace != opts.InNamespace {
-			errs = append(errs, field.Forbidden(meta.Child("namespace"), fmt.Sprintf("a pod template has no namespace: got %q", pod.Namespace)))
+			errs = append(errs, field.Forbidden(meta().Child("namespace"), fmt.Sprintf("a pod template has no namespace: got %q", pod.Namespace)))
 		}
 	}
 	if !opts.Template {
 		if pod.Name != "" {
 			for _, msg := range validation.IsDNS1123Subdomain(pod.Name) {
-				errs = append(errs, field.Invalid(meta.Child("name"), pod.Name, msg))
+				errs = append(errs, field.Invalid(meta().Child("name"), pod.Name, msg))
 			}
 		}
 		if pod.Namespace != "" {
 			for _, msg := range c.dnsLabel(pod.Namespace) {
-				errs = append(errs, field.Invalid(meta.Child("namespace"), pod.Namespace, msg))
+				errs = append(errs, field.Invalid(meta().Child("namespace"), pod.Namespace, msg))
 			}
 		}
 	}
@@ -162,97 +162,99 @@ func Pod(pod *corev1.Pod, opts *Options) field.ErrorList {
 			continue
 		}
 		for _, msg := range c.labelKey(k) {
-			errs = append(errs, field.Invalid(meta.Child("labels").Key(k), k, msg))
+			errs = append(errs, field.Invalid(meta().Child("labels").Key(k), k, msg))
 		}
 		for _, msg := range c.labelValue(pod.Labels[k]) {
-			errs = append(errs, field.Invalid(meta.Child("labels").Key(k), pod.Labels[k], msg))
+			errs = append(errs, field.Invalid(meta().Child("labels").Key(k), pod.Labels[k], msg))
 		}
 	}
 	for _, k := range sortedKeys(pod.Annotations) {
 		for _, msg := range c.labelKey(k) {
-			errs = append(errs, field.Invalid(meta.Child("annotations").Key(k), k, msg))
+			errs = append(errs, field.Invalid(meta().Child("annotations").Key(k), k, msg))
 		}
 	}
-	spec := field.NewPath("spec")
-	volumes := make(map[string]bool)
+	spec := func() *field.Path { return field.NewPath("spec") }
+	volumes := make(map[string]bool, len(pod.Spec.Volumes))
 	for i, v := range pod.Spec.Volumes {
-		p := spec.Child("volumes").Index(i).Child("name")
+		p := func() *field.Path { return spec().Child("volumes").Index(i).Child("name") }
 		for _, msg := range c.dnsLabel(v.Name) {
-			errs = append(errs, field.Invalid(p, v.Name, msg))
+			errs = append(errs, field.Invalid(p(), v.Name, msg))
 		}
 		if volumes[v.Name] {
-			errs = append(errs, field.Duplicate(p, v.Name))
+			errs = append(errs, field.Duplicate(p(), v.Name))
 		}
 		volumes[v.Name] = true
 	}
 	if len(pod.Spec.Containers) == 0 {
-		errs = append(errs, field.Required(spec.Child("containers"), "a pod needs a container"))
+		errs = append(errs, field.Required(spec().Child("containers"), "a pod needs a container"))
 	}
-	names := make(map[string]bool)
+	names := make(map[string]bool, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
 	for i := range pod.Spec.InitContainers {
-		errs = append(errs, container(spec.Child("initContainers").Index(i), &pod.Spec.InitContainers[i], names, volumes, c)...)
+		p := func() *field.Path { return spec().Child("initContainers").Index(i) }
+		errs = append(errs, container(p, &pod.Spec.InitContainers[i], names, volumes, c)...)
 	}
 	for i := range pod.Spec.Containers {
-		errs = append(errs, container(spec.Child("containers").Index(i), &pod.Spec.Containers[i], names, volumes, c)...)
+		p := func() *field.Path { return spec().Child("containers").Index(i) }
+		errs = append(errs, container(p, &pod.Spec.Containers[i], names, volumes, c)...)
 	}
 	for _, k := range sortedKeys(pod.Spec.NodeSelector) {
-		p := spec.Child("nodeSelector").Key(k)
+		p := func() *field.Path { return spec().Child("nodeSelector").Key(k) }
 		for _, msg := range c.labelKey(k) {
-			errs = append(errs, field.Invalid(p, k, msg))
+			errs = append(errs, field.Invalid(p(), k, msg))
 		}
 		for _, msg := range c.labelValue(pod.Spec.NodeSelector[k]) {
-			errs = append(errs, field.Invalid(p, pod.Spec.NodeSelector[k], msg))
+			errs = append(errs, field.Invalid(p(), pod.Spec.NodeSelector[k], msg))
 		}
 	}
 	for i, t := range pod.Spec.Tolerations {
-		p := spec.Child("tolerations").Index(i)
+		p := func() *field.Path { return spec().Child("tolerations").Index(i) }
 		if t.Key != "" {
 			for _, msg := range c.labelKey(t.Key) {
-				errs = append(errs, field.Invalid(p.Child("key"), t.Key, msg))
+				errs = append(errs, field.Invalid(p().Child("key"), t.Key, msg))
 			}
 		}
 		if t.Operator != "" && !slices.Contains(TolerationOperators, t.Operator) {
-			errs = append(errs, field.NotSupported(p.Child("operator"), t.Operator, TolerationOperators))
+			errs = append(errs, field.NotSupported(p().Child("operator"), t.Operator, TolerationOperators))
 		}
 		if t.Effect != "" && !slices.Contains(TaintEffects, t.Effect) {
-			errs = append(errs, field.NotSupported(p.Child("effect"), t.Effect, TaintEffects))
+			errs = append(errs, field.NotSupported(p().Child("effect"), t.Effect, TaintEffects))
 		}
 	}
 	if p := pod.Spec.RestartPolicy; p != "" && !slices.Contains(RestartPolicies, p) {
-		errs = append(errs, field.NotSupported(spec.Child("restartPolicy"), p, RestartPolicies))
+		errs = append(errs, field.NotSupported(spec().Child("restartPolicy"), p, RestartPolicies))
 	}
 	if p := pod.Spec.DNSPolicy; p != "" && !slices.Contains(DNSPolicies, p) {
-		errs = append(errs, field.NotSupported(spec.Child("dnsPolicy"), p, DNSPolicies))
+		errs = append(errs, field.NotSupported(spec().Child("dnsPolicy"), p, DNSPolicies))
 	}
 	return errs
 }
 
-// container checks the container c at p; names holds the names of the pod's containers so
-// far, and volumes those of its volumes.
-func container(p *field.Path, c *corev1.Container, names, volumes map[string]bool, cache *Cache) field.ErrorList {
+// container checks the container c at the path p gives (made only for an error); names holds
+// the names of the pod's containers so far, and volumes those of its volumes.
+func container(p func() *field.Path, c *corev1.Container, names, volumes map[string]bool, cache *Cache) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range cache.dnsLabel(c.Name) {
-		errs = append(errs, field.Invalid(p.Child("name"), c.Name, msg))
+		errs = append(errs, field.Invalid(p().Child("name"), c.Name, msg))
 	}
 	if names[c.Name] {
-		errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
+		errs = append(errs, field.Duplicate(p().Child("name"), c.Name))
 	}
 	names[c.Name] = true
 	if c.Image == "" {
-		errs = append(errs, field.Required(p.Child("image"), "every container needs an image"))
+		errs = append(errs, field.Required(p().Child("image"), "every container needs an image"))
 	}
 	for i, vm := range c.VolumeMounts {
 		if !volumes[vm.Name] {
-			errs = append(errs, field.Invalid(p.Child("volumeMounts").Index(i).Child("name"), vm.Name,
+			errs = append(errs, field.Invalid(p().Child("volumeMounts").Index(i).Child("name"), vm.Name,
 				"want the name of one of the pod's volumes"))
 		}
 	}
 	if c.ImagePullPolicy != "" && !slices.Contains(PullPolicies, c.ImagePullPolicy) {
-		errs = append(errs, field.NotSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy, PullPolicies))
+		errs = append(errs, field.NotSupported(p().Child("imagePullPolicy"), c.ImagePullPolicy, PullPolicies))
 	}
 	var ports map[string]bool // the names so far
 	for i, port := range c.Ports {
-		pp := func() *field.Path { return p.Child("ports").Index(i) } // made only for an error
+		pp := func() *field.Path { return p().Child("ports").Index(i) }
 		if port.Name != "" {
 			for _, msg := range cache.portName(port.Name) {
 				errs = append(errs, field.Invalid(pp().Child("name"), port.Name, msg))
@@ -280,7 +282,7 @@ func container(p *field.Path, c *corev1.Container, names, volumes map[string]boo
 		}
 	}
 	for i, e := range c.Env {
-		ep := func() *field.Path { return p.Child("env").Index(i) } // made only for an error
+		ep := func() *field.Path { return p().Child("env").Index(i) }
 		if e.Name == "" {
 			errs = append(errs, field.Required(ep().Child("name"), ""))
 		} else {
@@ -292,7 +294,7 @@ func container(p *field.Path, c *corev1.Container, names, volumes map[string]boo
 			errs = append(errs, field.Invalid(ep().Child("valueFrom"), nil, "got both value and valueFrom, want one"))
 		}
 	}
-	errs = append(errs, Resources(&c.Resources, p)...)
+	errs = append(errs, resources(&c.Resources, p)...)
 	return errs
 }
 
@@ -300,20 +302,26 @@ func container(p *field.Path, c *corev1.Container, names, volumes map[string]boo
 // that cannot be overcommitted (a device, hugepages) has a limit equal to its request, as the
 // API server does. p is the container's path.
 func Resources(res *corev1.ResourceRequirements, p *field.Path) field.ErrorList {
+	return resources(res, func() *field.Path { return p })
+}
+
+// resources is Resources with the path that p gives, made only for an error.
+func resources(res *corev1.ResourceRequirements, path func() *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	p := func(fields ...string) *field.Path { return path().Child("resources", fields...) }
 	for _, name := range sortedKeys(res.Requests) {
 		req := res.Requests[name]
 		lim, ok := res.Limits[name]
 		switch {
 		case !ok && !OvercommitAllowed(name):
-			errs = append(errs, field.Required(p.Child("resources", "limits").Key(string(name)),
+			errs = append(errs, field.Required(p("limits").Key(string(name)),
 				fmt.Sprintf("%s cannot be overcommitted: want a limit equal to the request %s", name, req.String())))
 		case !ok:
 		case !OvercommitAllowed(name) && req.Cmp(lim) != 0:
-			errs = append(errs, field.Invalid(p.Child("resources", "requests").Key(string(name)), req.String(),
+			errs = append(errs, field.Invalid(p("requests").Key(string(name)), req.String(),
 				fmt.Sprintf("want the limit %s: %s cannot be overcommitted", lim.String(), name)))
 		case req.Cmp(lim) > 0:
-			errs = append(errs, field.Invalid(p.Child("resources", "requests").Key(string(name)), req.String(),
+			errs = append(errs, field.Invalid(p("requests").Key(string(name)), req.String(),
 				fmt.Sprintf("want at most the limit %s", lim.String())))
 		}
 	}
@@ -335,6 +343,6 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	slices.Sort(keys)
 	return keys
 }
