@@ -3,11 +3,13 @@ package scheduler
 // This file defines the printed form of a job.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"sync"
 
@@ -23,8 +25,8 @@ func Marshal(job *vcbatch.Job, format string) ([]byte, error) {
 	switch format {
 	case "yaml", "":
 		if len(job.Spec.Tasks) > 1 {
-			if data, ok, err := marshalTasksYAML(job, nil); ok || err != nil {
-				return data, err
+			if text, ok, err := marshalTasksYAML(job, nil); ok || err != nil {
+				return text.join(), err
 			}
 		}
 		obj, err := object(job)
@@ -55,20 +57,38 @@ func Marshal(job *vcbatch.Job, format string) ([]byte, error) {
 // build and print whole chunks of replicas, and a replica with an error is built again here.
 // Its output and its errors are those of Build and Marshal.
 func Render(ctx context.Context, app *App, cfg Config, opts BuildOptions, format string) ([]byte, error) {
+	text, err := render(ctx, app, cfg, opts, format)
+	return text.join(), err
+}
+
+// RenderTo is Render, writing the job to w once it is printed whole: nothing is written if
+// building or printing fails, and a write error is returned as it is. It writes the texts
+// of the tasks from where they were printed, without copying them into one text first.
+func RenderTo(ctx context.Context, w io.Writer, app *App, cfg Config, opts BuildOptions, format string) error {
+	text, err := render(ctx, app, cfg, opts, format)
+	if err != nil {
+		return err
+	}
+	return text.writeTo(w)
+}
+
+// render is Render, the text in pieces.
+func render(ctx context.Context, app *App, cfg Config, opts BuildOptions, format string) (pieces, error) {
 	if format != "yaml" && format != "" {
 		job, err := Build(ctx, app, cfg, opts)
 		if err != nil {
 			return nil, err
 		}
-		return Marshal(job, format)
+		text, err := Marshal(job, format)
+		return pieces{text}, err
 	}
 	job, texts, err := build(ctx, app, cfg, opts, printTask)
 	if err != nil {
 		return nil, err
 	}
 	if len(texts) > 1 {
-		if data, ok, err := marshalTasksYAML(job, texts); ok || err != nil {
-			return data, err
+		if text, ok, err := marshalTasksYAML(job, texts); ok || err != nil {
+			return text, err
 		}
 	}
 	if len(job.Spec.Tasks) < len(texts) {
@@ -77,7 +97,37 @@ func Render(ctx context.Context, app *App, cfg Config, opts BuildOptions, format
 			return nil, err
 		}
 	}
-	return Marshal(job, format)
+	text, err := Marshal(job, format)
+	return pieces{text}, err
+}
+
+// pieces are a text in pieces, in order.
+type pieces [][]byte
+
+// join returns the text whole; nil for no pieces.
+func (p pieces) join() []byte {
+	if len(p) <= 1 {
+		if len(p) == 0 {
+			return nil
+		}
+		return p[0]
+	}
+	return bytes.Join(p, nil)
+}
+
+// writeTo writes the text to w, through a buffer of its own.
+func (p pieces) writeTo(w io.Writer) error {
+	if len(p) == 1 {
+		_, err := w.Write(p[0])
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for _, b := range p {
+		if _, err := bw.Write(b); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }
 
 // object returns v as pruned untyped JSON data.
@@ -111,7 +161,7 @@ const tasksPrefix = "spec:\n  tasks:\n"
 // wrapped at a column) is the text it has in the whole document; tasks holds these texts
 // if they are printed already. The job is then printed with the tasks' texts as the block of
 // spec.tasks (a stream.Block). It reports false if the job cannot be printed that way.
-func marshalTasksYAML(job *vcbatch.Job, tasks [][]byte) ([]byte, bool, error) {
+func marshalTasksYAML(job *vcbatch.Job, tasks [][]byte) (pieces, bool, error) {
 	var errs []error
 	if tasks == nil {
 		tasks, errs = make([][]byte, len(job.Spec.Tasks)), make([]error, len(job.Spec.Tasks))
@@ -131,13 +181,14 @@ func marshalTasksYAML(job *vcbatch.Job, tasks [][]byte) ([]byte, bool, error) {
 	if text, ok := typedJobYAML(job, block); ok {
 		return text, true, nil
 	}
-	return jsonJobYAML(job, block)
+	text, ok, err := jsonJobYAML(job, block)
+	return pieces{text}, ok, err
 }
 
-// typedJobYAML prints the job as jsonJobYAML does, but straight from its fields, and with
-// block, the texts of its tasks, copied once into the text; it reports false if the typed
-// printer declines the job.
-func typedJobYAML(job *vcbatch.Job, block stream.Block) ([]byte, bool) {
+// typedJobYAML prints the job as jsonJobYAML does, but straight from its fields, with block,
+// the texts of its tasks, as pieces of the text; it reports false if the typed printer
+// declines the job.
+func typedJobYAML(job *vcbatch.Job, block stream.Block) (pieces, bool) {
 	head := *job
 	head.Spec.Tasks = nil
 	head.Status = vcbatch.JobStatus{} // clean takes it out, empty or not
@@ -145,15 +196,10 @@ func typedJobYAML(job *vcbatch.Job, block stream.Block) ([]byte, bool) {
 	if !ok || !bytes.HasSuffix(before, []byte("\n"+tasksPrefix[len("spec:\n"):])) {
 		return nil, false
 	}
-	n := len(before) + len(after)
-	for _, b := range block {
-		n += len(b)
-	}
-	text := append(make([]byte, 0, n), before...)
-	for _, b := range block {
-		text = append(text, b...)
-	}
-	return append(text, after...), true
+	text := make(pieces, 0, len(block)+2)
+	text = append(text, before)
+	text = append(text, block...)
+	return append(text, after), true
 }
 
 // jsonJobYAML prints the job, whose tasks' texts block holds, from its JSON text: the job

@@ -107,7 +107,7 @@ func TestMarshalTasks(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("got ok %v, error %v, want the tasks printed one at a time", ok, err)
 	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+	if diff := cmp.Diff(string(want), string(got.join())); diff != "" {
 		t.Errorf("(-whole +by task):\n%s", diff)
 	}
 	// A value folded at column 80 inside a task: the case that needs each task printed at its place.
@@ -118,7 +118,7 @@ func TestMarshalTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(viaMarshal) != string(got) {
+	if string(viaMarshal) != string(got.join()) {
 		t.Errorf("Marshal does not print the tasks one at a time")
 	}
 
@@ -149,7 +149,7 @@ func TestMarshalTasks(t *testing.T) {
 		if !ok {
 			t.Fatalf("typedJobYAML declined the job")
 		}
-		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		if diff := cmp.Diff(string(want), string(got.join())); diff != "" {
 			t.Errorf("the job around its tasks (-JSON +typed):\n%s", diff)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -218,12 +219,14 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 		return runDiff(ctx, a, app, cfg, bopts)
 	}
 	if f.dryRun == "client" {
-		out, err := scheduler.Render(ctx, app, cfg, bopts, f.output)
-		if err != nil {
+		out := &errWriter{w: a.stdout}
+		if err := scheduler.RenderTo(ctx, out, app, cfg, bopts, f.output); err != nil {
+			if out.err != nil {
+				return err // the job was built, and writing it failed
+			}
 			return printErrors(a, err)
 		}
-		_, err = a.stdout.Write(out)
-		return err
+		return nil
 	}
 	job, err := scheduler.Build(ctx, app, cfg, bopts)
 	if err != nil {
@@ -256,6 +259,20 @@ func cfgSets(settings []string, key string) bool {
 
 // printErrors prints every problem of a failed load or build on standard error, one a line,
 // with the Starlark backtrace after an overlay's runtime error, and returns exit code 1.
+// An errWriter writes to w and keeps the first error of a write.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	n, err := e.w.Write(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
+}
+
 func printErrors(a *app, err error) error {
 	errs := []error{err}
 	var build *scheduler.BuildError
