@@ -62,8 +62,10 @@ fi
 
 echo "running the engine benchmarks $COUNT times (benchtime $BENCHTIME)..." >&2
 # One test binary run COUNT times, so that a change of the machine's load during the run
-# touches every benchmark alike.
-go test -c -o "$tmp/engine.test" ./engine/
+# touches every benchmark alike. It is built with the profile the starpod binary is built
+# with (cmd/starpod/default.pgo, see scripts/pgo.sh), so that starpod's times are compared
+# with those of the same code.
+go test -c -pgo="$root/cmd/starpod/default.pgo" -o "$tmp/engine.test" ./engine/
 : >"$tmp/bench.txt"
 for ((i = 0; i < COUNT; i++)); do
 	(cd engine && "$tmp/engine.test" -test.run '^$' -test.benchmem -test.benchtime "$BENCHTIME" \
@@ -208,18 +210,7 @@ EOF
 
 # pods N writes N copies of the training pod, named pod-0 ... pod-(N-1), without comments.
 pods() {
-	grep -v '^#' testdata/pods/training.yaml >"$tmp/pod.yaml"
-	awk -v n="$1" -v f="$tmp/pod.yaml" 'BEGIN {
-		while ((getline line < f) > 0) lines[++k] = line
-		for (i = 0; i < n; i++) {
-			if (i > 0) print "---"
-			for (j = 1; j <= k; j++) {
-				l = lines[j]
-				if (l ~ /^  name: llama-ft-trainer-0$/) l = "  name: pod-" i
-				print l
-			}
-		}
-	}'
+	scripts/pods.sh "$1"
 }
 
 # run_once FILE CMD... runs CMD once (output to $tmp/out.yaml) and appends "seconds kib" to

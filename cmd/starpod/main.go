@@ -18,7 +18,9 @@ func main() {
 	// Ctrl-C or a SIGTERM ends the context: the overlay workers stop, an apply leaves no
 	// output behind, and a second signal ends the process at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	endProfile := startProfile()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	endProfile()
 	stop()
 	os.Exit(code)
 }
