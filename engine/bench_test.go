@@ -16,7 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/engine"
 )
@@ -24,15 +23,7 @@ import (
 // benchPod returns the shared training pod.
 func benchPod(b *testing.B) *corev1.Pod {
 	b.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "pods", "training.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	pod := new(corev1.Pod)
-	if err := yaml.UnmarshalStrict(data, pod); err != nil {
-		b.Fatal(err)
-	}
-	return pod
+	return engine.ReadTestPod(b, filepath.Join("..", "testdata", "pods", "training.yaml"))
 }
 
 // benchOverlay returns the source of the GPU overlay example.

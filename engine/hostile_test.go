@@ -30,7 +30,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
@@ -95,15 +94,7 @@ func readHostile(t *testing.T) []hostileCase {
 
 func hostilePod(t *testing.T) *corev1.Pod {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(hostileDir, "pod.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := new(corev1.Pod)
-	if err := yaml.UnmarshalStrict(data, pod); err != nil {
-		t.Fatal(err)
-	}
-	return pod
+	return engine.ReadTestPod(t, filepath.Join(hostileDir, "pod.yaml"))
 }
 
 func TestHostile(t *testing.T) {

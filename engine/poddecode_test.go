@@ -17,7 +17,14 @@ import (
 // trainingPod returns the training pod of the test data.
 func trainingPod(t testing.TB) *corev1.Pod {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "pods", "training.yaml"))
+	return readTestPod(t, filepath.Join("..", "testdata", "pods", "training.yaml"))
+}
+
+// readTestPod returns the pod of a YAML file, decoded strictly. The tests of package
+// engine_test have it as ReadTestPod.
+func readTestPod(t testing.TB, file string) *corev1.Pod {
+	t.Helper()
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}

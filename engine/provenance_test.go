@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/engine"
 )
@@ -72,15 +71,7 @@ func TestProvenance(t *testing.T) {
 
 func readPod(t *testing.T, file string) *corev1.Pod {
 	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := new(corev1.Pod)
-	if err := yaml.UnmarshalStrict(data, pod); err != nil {
-		t.Fatal(err)
-	}
-	return pod
+	return engine.ReadTestPod(t, file)
 }
 
 // TestProvenanceChain checks that in a chain the error names the overlay that wrote the bad
