@@ -1,7 +1,9 @@
 package scheduler_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -90,5 +92,45 @@ func build(file string, cfg scheduler.Config, opts scheduler.BuildOptions, forma
 		return "", fmt.Errorf("Render gives error %v and %d bytes, Build and Marshal error %v and %d bytes:\n%s",
 			rerr, len(rendered), err, len(out), cmp.Diff(string(out), string(rendered)))
 	}
+	// RenderTo writes the same, and nothing at all when it fails.
+	var written bytes.Buffer
+	werr := scheduler.RenderTo(context.Background(), &written, app, cfg, opts, format)
+	if fmt.Sprint(werr) != fmt.Sprint(err) || written.String() != string(out) {
+		return "", fmt.Errorf("RenderTo gives error %v and writes %d bytes, Build and Marshal error %v and %d bytes",
+			werr, written.Len(), err, len(out))
+	}
 	return string(out), err
+}
+
+// failingWriter takes n bytes, then fails.
+type failingWriter struct{ n int }
+
+var errWrite = errors.New("the disk is full")
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > w.n {
+		n := w.n
+		w.n = 0
+		return n, errWrite
+	}
+	w.n -= len(p)
+	return len(p), nil
+}
+
+// TestRenderToWriteError checks that RenderTo returns the error of a write, whether the job
+// is written in one piece (JSON) or in many (YAML of many tasks).
+func TestRenderToWriteError(t *testing.T) {
+	app, err := scheduler.ParseApp("app.yaml", []byte("name: w\nroles:\n- name: r\n  image: i\n  entrypoint: e\n  num_replicas: 3\n  resource: {cpu: 1, mem_mb: 1024}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"yaml", "json"} {
+		for _, n := range []int{0, 100} {
+			err := scheduler.RenderTo(context.Background(), &failingWriter{n: n}, app, scheduler.DefaultConfig(),
+				scheduler.BuildOptions{AppID: "w"}, format)
+			if !errors.Is(err, errWrite) {
+				t.Errorf("%s, failing after %d bytes: got %v, want the write's error", format, n, err)
+			}
+		}
+	}
 }
