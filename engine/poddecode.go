@@ -1,7 +1,7 @@
 package engine
 
-// This file defines how a worker decodes the pods its parent sends, reusing what the pod before
-// had in common with them.
+// This file defines how the pods that cross between a worker and its parent are decoded,
+// reusing what the pod before had in common with them.
 
 import (
 	"bytes"
