@@ -8,9 +8,10 @@ import (
 	"reflect"
 	"sync"
 
-	"github.com/starpod/starpod/internal/spell"
 	"go.starlark.net/starlark"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/starpod/starpod/internal/spell"
 )
 
 // A structDecoder decodes a struct. As a structEncoder, it finds its fields, and makes the
