@@ -13,22 +13,37 @@ import (
 	"syscall"
 )
 
-// threadAllowance is the room a worker's data limit leaves for the stacks of the threads the
-// Go runtime starts (with cgo, each reserves the 8 MiB of a pthread stack, which counts as data).
-const threadAllowance = 64 << 20
+// threadAllowance is the room a child's data limit leaves, beyond its memory limit, for the
+// stacks of the threads the Go runtime starts after [Enter] (with cgo, each reserves the 8 MiB
+// of a pthread stack, which counts as data): a child has five or six threads at Enter, and its
+// GOMAXPROCS of 2 keeps it to a few more.
+const threadAllowance = 32 << 20
 
-// setRlimits limits the data segment (private writable memory: the Go heap and thread stacks,
-// including what the process holds already) of the process to limit plus threadAllowance, and
-// its address space to what it has reserved now plus that.
+// startData is what a child is taken to hold as data at [Enter] where /proc does not say: its
+// static data (crypto's 32 MiB DRBG buffer among it), the runtime's arena index (32 MiB), the
+// stacks of its first threads and its first heap. Measured: 115 MiB on linux/amd64.
+const startData = 128 << 20
+
+// setRlimits limits the data segment (private writable memory: the Go heap and thread stacks)
+// of the process to what it holds now plus limit plus threadAllowance, and its address space
+// likewise. Both limits are relative to the process as it is: what it holds at start depends
+// on the binary (a test binary maps more than starpod) and on how many threads the runtime
+// started, not on the script, and an absolute limit left a child of the smallest memory
+// limit as little as 9 MiB to grow.
 func setRlimits(limit int64) error {
-	data := limit + threadAllowance
-	if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: uint64(data), Max: uint64(data)}); err != nil {
+	grow := limit + threadAllowance
+	start := procStatus("self", "VmData") << 10
+	if start <= 0 {
+		start = startData
+	}
+	data := uint64(start + grow)
+	if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: data, Max: data}); err != nil {
 		return fmt.Errorf("setrlimit RLIMIT_DATA: %v", err)
 	}
 	// The Go runtime reserves about a gigabyte of address space at start that it never
 	// touches; the address-space limit only stops growth beyond that.
 	if vsize := virtualSize(); vsize > 0 {
-		as := uint64(vsize + limit + threadAllowance)
+		as := uint64(vsize + grow)
 		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
 			return fmt.Errorf("setrlimit RLIMIT_AS: %v", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,8 +44,8 @@ var (
 	chunks [][]byte
 )
 
-// echo answers each request frame: 'e' with its body, 'b' by allocating without end, 's' by
-// sleeping, 'p' by panicking.
+// echo answers each request frame: 'e' with its body, 'b' by allocating without end, 'a' by
+// allocating and keeping as many MiB as its body says, 's' by sleeping, 'p' by panicking.
 func echo(in *FrameReader, out *bufio.Writer) error {
 	for {
 		kind, body, err := in.Next()
@@ -59,12 +60,17 @@ func echo(in *FrameReader, out *bufio.Writer) error {
 			WriteFrame(out, 'd', body)
 		case 'b':
 			for {
-				chunk := make([]byte, 16<<20)
-				for j := 0; j < len(chunk); j += 4096 {
-					chunk[j] = 1
-				}
-				chunks = append(chunks, chunk)
+				allocate(16 << 20)
 			}
+		case 'a':
+			mib, err := strconv.Atoi(string(body))
+			if err != nil {
+				return err
+			}
+			for range mib {
+				allocate(1 << 20)
+			}
+			WriteFrame(out, 'd', body)
 		case 's':
 			time.Sleep(time.Hour)
 		case 'p':
@@ -74,6 +80,15 @@ func echo(in *FrameReader, out *bufio.Writer) error {
 			return err
 		}
 	}
+}
+
+// allocate allocates n bytes, touches each page and keeps them in chunks.
+func allocate(n int) {
+	chunk := make([]byte, n)
+	for j := 0; j < len(chunk); j += 4096 {
+		chunk[j] = 1
+	}
+	chunks = append(chunks, chunk)
 }
 
 // call is an Exchange of one frame and one answer.

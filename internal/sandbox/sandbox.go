@@ -37,9 +37,10 @@ const (
 	crashFD   = 3                            // the write end of the crash report's pipe
 )
 
-// MinMemory is the smallest memory limit of a child: about the smallest under which a Go
-// process starts and compiles a script on 64-bit Linux (measured: 44 to 48 MiB), where the
-// runtime maps its heap in arenas of 64 MiB that the limits must admit.
+// MinMemory is the smallest memory limit of a child: where a cgroup counts a worker's resident
+// memory against the limit, that memory is 20 to 28 MiB before the worker reads a script (the
+// runtime, the touched pages of the executable and the worker's first heap), and the script
+// needs room beyond it.
 const MinMemory = 48 << 20
 
 // ErrSmallMemory is the error of a memory limit below MinMemory.
@@ -56,11 +57,12 @@ func IsChild() bool { return os.Getenv(envRole) == "process" }
 // Enter limits the memory of the calling process, a child that a [Pool] or [Command] started,
 // to the limit its environment holds, and sends the runtime's fatal errors to the parent's
 // crash report: it caps GOMAXPROCS at 2 (every thread's stack counts against the limit),
-// limits the data segment (the Go heap and thread stacks) to the limit plus 64 MiB for
-// thread stacks, and the address space to what the process has reserved now plus as much,
-// with setrlimit; a worker also joins a memory cgroup of its own where one is writable. A
-// program that allocates beyond the limit dies at once of a fatal "out of memory" error of
-// the runtime, which no recover catches: the parent's [Failure] says so.
+// lets the data segment (the Go heap and thread stacks) and the address space grow from what
+// the process holds now by the limit plus 32 MiB for thread stacks, with setrlimit, and sets
+// the collector's soft memory limit to the limit (unless GOMEMLIMIT does); a worker also
+// joins a memory cgroup of its own where one is writable. A program that allocates beyond
+// the limit dies at once of a fatal "out of memory" error of the runtime, which no recover
+// catches: the parent's [Failure] says so.
 //
 // Enter returns an error if the process is no child, if the limit is below [MinMemory], or
 // if the system refuses it.
@@ -87,6 +89,11 @@ func Enter() error {
 	}
 	if err := setRlimits(limit*RaceMemoryFactor + extra); err != nil {
 		return fmt.Errorf("limiting memory: %v", err)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The collector works harder as the heap nears the limit, so that garbage alone does not
+		// reach the hard limit that kills the process.
+		debug.SetMemoryLimit(limit*RaceMemoryFactor + extra)
 	}
 	if role == "worker" {
 		joinMemoryCgroup(limit) // best effort
