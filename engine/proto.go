@@ -70,8 +70,9 @@ const (
 	// marker saying how many bytes were cut.
 	maxPrintBytes = 64 << 10
 
-	// maxPrintTotal bounds the print() output of one compile, and of one pod's apply, that
-	// reaches the parent; beyond it the prints are dropped, with one line saying so.
+	// maxPrintTotal bounds the print() output of one compile, of one pod's apply and of one
+	// task (which the parent holds until the task ends) that reaches the parent; beyond it
+	// the prints are dropped, with one line saying so.
 	maxPrintTotal = 1 << 20
 
 	// maxErrorText bounds each text of an error (its message, backtrace, each field error's

@@ -58,9 +58,14 @@ type TaskOptions struct {
 // c compiled (compiling those it lacks), with env as the ctx and req as the request, and
 // returns its answer. It returns ErrNotInWorkers for a chain that does not run in workers, a
 // *TaskFailure when the worker died (of its memory limit, killed past opts.Timeout, or
-// breaking the protocol), or the task's error. The print() output of the overlays reaches
-// the first overlay's Options.Print, as it happens. A task that fails leaves the caller free
-// to do the work another way: no state of the caller changed.
+// breaking the protocol), or a *TaskError with the task's error.
+//
+// A task that fails leaves the caller free to do the work another way: no state of the
+// caller changed, and nothing was printed. The print() output of the overlays is held until
+// the task ends, and reaches the first overlay's Options.Print, in order, only if it
+// succeeds; a failure holds it, for a caller that reports the failure to pass on (Print), and
+// for one that does the work again, which prints it again, to drop. The worker bounds it (see
+// [Options.Print]), which bounds what the caller holds.
 func (c Chain) RunTask(ctx context.Context, name string, env *Env, req []byte, opts TaskOptions) ([]byte, error) {
 	if len(c) == 0 {
 		return nil, ErrNotInWorkers
@@ -106,9 +111,9 @@ func (c Chain) RunTask(ctx context.Context, name string, env *Env, req []byte, o
 		envData = appendEnv(nil, env)
 	}
 	x := &taskExchange{req: &wireTask{Name: name, Keys: keys, Env: envData, Req: req, MaxAnswer: maxAnswer},
-		print: first.printer()}
+		prints: heldPrints{sink: first.printer()}}
 	if err := w.Call(ctx, x, sandbox.CallOptions{First: opts.Timeout}); err != nil {
-		tf := &TaskFailure{Note: x.note, Cause: err}
+		tf := &TaskFailure{Note: x.note, Cause: err, prints: x.prints}
 		var f *sandbox.Failure
 		// The overlay's limit, as an apply of it reports it: the only overlay, which alone
 		// took the worker's memory.
@@ -118,8 +123,9 @@ func (c Chain) RunTask(ctx context.Context, name string, env *Env, req []byte, o
 		return nil, tf
 	}
 	if x.err != nil {
-		return nil, x.err
+		return nil, &TaskError{Err: x.err, prints: x.prints}
 	}
+	x.prints.Print()
 	return x.answer, nil
 }
 
@@ -132,11 +138,52 @@ type TaskFailure struct {
 	// what the task was doing, if it noted that just before (see TaskFunc). Else nil: a
 	// worker that dies of its memory limit may die before its last note reaches the caller.
 	Err *Error
+
+	prints heldPrints
 }
 
 func (f *TaskFailure) Error() string { return "a worker failed during a task: " + f.Cause.Error() }
 
 func (f *TaskFailure) Unwrap() error { return f.Cause }
+
+// Print passes on the print() output the task made before the worker failed (see
+// [Chain.RunTask]), once.
+func (f *TaskFailure) Print() { f.prints.Print() }
+
+// A TaskError is the error a task returned in its worker.
+type TaskError struct {
+	Err    error // an *Error when it is an overlay's
+	prints heldPrints
+}
+
+func (e *TaskError) Error() string { return e.Err.Error() }
+
+func (e *TaskError) Unwrap() error { return e.Err }
+
+// Print passes on the print() output the task made before it failed (see [Chain.RunTask]),
+// once.
+func (e *TaskError) Print() { e.prints.Print() }
+
+// heldPrints is the print() output of a task, held until the task ends.
+type heldPrints struct {
+	sink   func(*wirePrint) // nil drops the output
+	prints []wirePrint
+}
+
+func (h *heldPrints) add(p *wirePrint) {
+	if h.sink != nil {
+		h.prints = append(h.prints, *p)
+	}
+}
+
+// Print passes the output held to the sink, and forgets it.
+func (h *heldPrints) Print() {
+	prints := h.prints
+	h.prints = nil
+	for i := range prints {
+		h.sink(&prints[i])
+	}
+}
 
 // A wireTask is a task request.
 type wireTask struct {
@@ -150,7 +197,7 @@ type wireTask struct {
 // A taskExchange is a task request and its answer.
 type taskExchange struct {
 	req    *wireTask
-	print  func(*wirePrint)
+	prints heldPrints
 	note   []byte
 	answer []byte
 	err    error
@@ -192,7 +239,7 @@ func decodeTask(body []byte) (*wireTask, error) {
 func (x *taskExchange) Answer(kind byte, body []byte) (bool, error) {
 	switch kind {
 	case framePrint:
-		return false, answerPrint(body, x.print)
+		return false, answerPrint(body, x.prints.add)
 	case frameNote:
 		x.note = append(x.note[:0], body...)
 		return false, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/starpod/starpod/engine"
 )
@@ -67,17 +69,44 @@ func init() {
 		}
 		return []byte("noted"), nil
 	})
+	// test.applythen applies the chain to pods of the names the request gives before a
+	// semicolon, and then does what it says after it: answers "ok", fails, takes memory until
+	// the worker dies, or hangs.
+	engine.RegisterTask("test.applythen", func(ctx context.Context, chain engine.Chain, env *engine.Env, req []byte, note func([]byte) error) ([]byte, error) {
+		names, then, _ := strings.Cut(string(req), ";")
+		for _, name := range strings.Split(names, ",") {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			if _, err := chain.Apply(ctx, pod, &engine.Env{AppID: "demo"}); err != nil {
+				return nil, err
+			}
+		}
+		switch then {
+		case "fail":
+			return nil, errors.New("failed after the pods")
+		case "bomb":
+			bomb()
+		case "hang":
+			select {}
+		}
+		return []byte("ok"), nil
+	})
 	// test.bomb takes memory until the worker dies.
 	engine.RegisterTask("test.bomb", func(ctx context.Context, chain engine.Chain, env *engine.Env, req []byte, note func([]byte) error) ([]byte, error) {
-		var keep [][]byte
-		for {
-			b := make([]byte, 1<<20)
-			for i := range b {
-				b[i] = 1
-			}
-			keep = append(keep, b)
-		}
+		bomb()
+		return nil, nil
 	})
+}
+
+// bomb takes memory until the worker dies.
+func bomb() {
+	var keep [][]byte
+	for {
+		b := make([]byte, 1<<20)
+		for i := range b {
+			b[i] = 1
+		}
+		keep = append(keep, b)
+	}
 }
 
 // compileTaskChain compiles an overlay that labels pods with the ctx's app id and prints, in
@@ -238,5 +267,50 @@ func TestRunTaskBounds(t *testing.T) {
 	}
 	if answer, err := chain.RunTask(ctx, "test.big", nil, []byte{1}, opts); err != nil || len(answer) != 1<<20 {
 		t.Errorf("after the errors: got %d bytes, %v", len(answer), err)
+	}
+}
+
+// TestRunTaskPrints checks that RunTask holds the print() output of a task until the task
+// ends: a task that succeeds passes it on, in order; one that fails, with its own error or
+// with its worker, holds it for the caller to pass on once, or to drop.
+func TestRunTaskPrints(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	chain, prints := compileTaskChain(t, pool)
+	ctx := context.Background()
+	want := []string{"labelling p1", "labelling p2", "labelling p3"}
+	// since returns the prints after the first n.
+	since := func(n int) []string { return prints()[n:] }
+
+	answer, err := chain.RunTask(ctx, "test.applythen", nil, []byte("p1,p2,p3;ok"), engine.TaskOptions{Timeout: 10 * time.Second})
+	if err != nil || string(answer) != "ok" {
+		t.Fatalf("got %q, %v, want ok", answer, err)
+	}
+	if got := since(0); !slices.Equal(got, want) {
+		t.Errorf("a task that succeeds printed %q, want %q", got, want)
+	}
+
+	for _, then := range []string{"fail", "bomb", "hang"} {
+		n := len(prints())
+		_, err := chain.RunTask(ctx, "test.applythen", nil, []byte("p1,p2,p3;"+then), engine.TaskOptions{Timeout: time.Second})
+		var printer interface{ Print() }
+		var te *engine.TaskError
+		var tf *engine.TaskFailure
+		switch {
+		case then == "fail" && errors.As(err, &te) && err.Error() == "failed after the pods":
+			printer = te
+		case then != "fail" && errors.As(err, &tf):
+			printer = tf
+		default:
+			t.Fatalf("%s: got %v (%T)", then, err, err)
+		}
+		if got := since(n); len(got) > 0 {
+			t.Errorf("%s: the task printed %q before its caller asked", then, got)
+		}
+		printer.Print()
+		printer.Print()
+		if got := since(n); !slices.Equal(got, want) {
+			t.Errorf("%s: Print twice printed %q, want %q", then, got, want)
+		}
 	}
 }

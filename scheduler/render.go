@@ -8,7 +8,8 @@ package scheduler
 // rest on every CPU. A replica that fails in a worker, whose errors cannot cross the process
 // boundary with their types, is built again here once every chunk is done, with the output
 // of print() muted, since the worker printed it already; a chunk whose worker fails (dies
-// of a limit) is built here at once, as before. That path reports every error exactly.
+// of a limit) is built here at once, as before, and prints here what the worker printed,
+// which the failed task held back. That path reports every error exactly.
 
 import (
 	"bytes"
@@ -113,7 +114,10 @@ func (b *builder) tasksInWorker(ctx context.Context, reps []*replica, chain engi
 	answer, err := chain.RunTask(ctx, renderTaskName, nil, req, engine.TaskOptions{
 		Timeout: timeout, MaxAnswer: 4 * MaxJobBytes})
 	if err != nil {
-		return false // ErrNotInWorkers, a *TaskFailure, a cancelled ctx: tasks knows what to say
+		// ErrNotInWorkers, a *TaskFailure, a cancelled ctx: tasks knows what to say. Built
+		// here, the replicas print again what they printed in the worker, which RunTask
+		// held back.
+		return false
 	}
 	d := wire.Decoder{B: answer}
 	type result struct {

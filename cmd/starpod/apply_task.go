@@ -51,10 +51,13 @@ func (p *pipeline) applyInWorker(ctx context.Context, b *batch) bool {
 	case errors.As(err, &failure) && failure.Err != nil && len(failure.Note) > 0:
 		// The worker died of the overlay's limit while it applied the overlay to the pod
 		// the note names: that is the error of the batch, whose documents before it
-		// succeeded, and whose output no one will see.
+		// succeeded, and whose output no one will see; what they printed shows.
+		failure.Print()
 		b.err, b.docs = overlayError(string(failure.Note), failure.Err), nil
 		return true
 	default:
+		// Done here, the batch prints again what it printed in the worker, which RunTask
+		// held back.
 		return false
 	}
 	pods, templates, out, docErr, err := decodeTaskAnswer(answer)
