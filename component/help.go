@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"go.starlark.net/starlark"
@@ -22,11 +23,16 @@ type doc struct {
 type argDoc struct{ typ, help string }
 
 // argLine matches an entry of an Args: section: "name: text" or "name (type): text", with
-// "*args" and "**kwargs" too.
-var argLine = regexp.MustCompile(`^\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$`)
+// "*args" and "**kwargs" too. It is compiled when a docstring is first read, rather than at
+// every start of the program.
+var argLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\*{0,2}([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$`)
+})
 
 // sectionLine matches the header of a Google-style docstring section.
-var sectionLine = regexp.MustCompile(`^(Args|Arguments|Returns|Raises|Example|Examples|Note|Notes|Usage):\s*$`)
+var sectionLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(Args|Arguments|Returns|Raises|Example|Examples|Note|Notes|Usage):\s*$`)
+})
 
 // parseDoc reads a Google-style docstring.
 func parseDoc(s string) doc {
@@ -39,7 +45,7 @@ func parseDoc(s string) doc {
 	for _, line := range lines {
 		trimmed := strings.TrimSpace(line)
 		indent := len(line) - len(strings.TrimLeft(line, " "))
-		if m := sectionLine.FindStringSubmatch(trimmed); m != nil {
+		if m := sectionLine().FindStringSubmatch(trimmed); m != nil {
 			section, sectionIndent, entryIndent, cur = m[1], indent, -1, ""
 			continue
 		}
@@ -54,7 +60,7 @@ func parseDoc(s string) doc {
 			if entryIndent < 0 {
 				entryIndent = indent
 			}
-			if m := argLine.FindStringSubmatch(trimmed); m != nil && indent == entryIndent {
+			if m := argLine().FindStringSubmatch(trimmed); m != nil && indent == entryIndent {
 				cur = m[1]
 				d.args[cur] = argDoc{typ: strings.TrimSpace(m[2]), help: m[3]}
 			} else if cur != "" {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.starlark.net/resolve"
@@ -191,9 +192,11 @@ const (
 // lambdaStatements are the tokens that start a statement where a lambda wants an expression.
 var lambdaStatements = []string{"pass", "return", "break", "continue", "if", "for", "def", "load", "'='"}
 
+// The patterns of explainSyntax, compiled when a syntax error first needs them rather than
+// at every start of the program.
 var (
-	fstringPrefix = regexp.MustCompile(`(?:^|[^\w])([fF][rR]?|[rR][fF])["']`)
-	lambdaKeyword = regexp.MustCompile(`(?:^|[^\w])(lambda)(?:[^\w]|$)`)
+	fstringPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|[^\w])([fF][rR]?|[rR][fF])["']`) })
+	lambdaKeyword = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|[^\w])(lambda)(?:[^\w]|$)`) })
 )
 
 // explainSyntax rewords a syntax error of the file src that is a Python habit: the message
@@ -227,9 +230,9 @@ func explainSyntax(e syntax.Error, src []byte) syntax.Error {
 		if line, c, ok := fstringStart(src, e.Pos); ok {
 			return at(line, c, fstringHint)
 		}
-	case slices.Contains(lambdaStatements, tok) && lambdaKeyword.MatchString(prefixRunes(text, start-1)):
+	case slices.Contains(lambdaStatements, tok) && lambdaKeyword().MatchString(prefixRunes(text, start-1)):
 		before := prefixRunes(text, start-1)
-		locs := lambdaKeyword.FindAllStringSubmatchIndex(before, -1)
+		locs := lambdaKeyword().FindAllStringSubmatchIndex(before, -1)
 		return at(e.Pos.Line, utf8.RuneCountInString(before[:locs[len(locs)-1][2]])+1, lambdaHint)
 	case pythonKeywords[tok] != "":
 		return at(e.Pos.Line, start, pythonKeywords[tok])
@@ -290,7 +293,7 @@ func fstringStart(src []byte, end syntax.Position) (int32, int, bool) {
 	}
 	off += len(prefixRunes(string(src[off:min(len(src), off+4*int(end.Col))]), int(end.Col)-1))
 	// The last f-prefixed literal before end that ends there.
-	locs := fstringPrefix.FindAllSubmatchIndex(src[:off], -1)
+	locs := fstringPrefix().FindAllSubmatchIndex(src[:off], -1)
 	for i := len(locs) - 1; i >= 0; i-- {
 		prefix, quote := locs[i][2], locs[i][3]
 		if stringEnd(src, quote) != off {

@@ -93,6 +93,9 @@ type attempt struct {
 	// crowded says the worker died of its memory limit while it held other scripts.
 	crowded bool
 	err     error
+	// prints is the print() output of the pod after the answered ones, which the worker
+	// sent before it died: call passes it on, unless it applies that pod again.
+	prints heldPrints
 }
 
 // call compiles the overlay in a worker if the worker has not, and applies it to the pods of b
@@ -103,15 +106,18 @@ type attempt struct {
 func (r *remote) call(ctx context.Context, b *batch) attempt {
 	a := r.attempt(ctx, b, false, time.Time{})
 	if !a.crowded || b != nil && b.first && b.failed {
+		a.prints.Print()
 		return a
 	}
 	deadline := a.began.Add(workerGrace + r.o.opts.timeout())
 	if time.Until(deadline) <= 0 {
+		a.prints.Print()
 		return a
 	}
 	// The worker died of its memory limit while it held other scripts, whose memory counts
 	// too: try again in a worker that holds none, so that the overlay is not blamed for
-	// theirs.
+	// theirs. The pod it died at prints again there, and what it printed in the first is
+	// dropped.
 	var rest *batch
 	if b != nil {
 		sub := *b
@@ -119,6 +125,7 @@ func (r *remote) call(ctx context.Context, b *batch) attempt {
 		rest = &sub
 	}
 	again := r.attempt(ctx, rest, true, deadline)
+	again.prints.Print()
 	if b != nil {
 		b.failed = rest.failed
 	}
@@ -276,11 +283,10 @@ func (x *defineExchange) Answer(kind byte, body []byte) (bool, error) {
 
 // An applyExchange is an apply request of the pods of a batch and their answers.
 type applyExchange struct {
-	r     *remote
-	st    *workerState
-	b     *batch
-	a     *attempt
-	print func(*wirePrint)
+	r  *remote
+	st *workerState
+	b  *batch
+	a  *attempt
 }
 
 func (x *applyExchange) Send(in *bufio.Writer) error {
@@ -290,12 +296,15 @@ func (x *applyExchange) Send(in *bufio.Writer) error {
 func (x *applyExchange) Answer(kind byte, body []byte) (bool, error) {
 	b, o := x.b, x.r.o
 	n := x.a.answered
+	// The prints of a pod are held until its answer comes, for call to drop if the worker
+	// dies at that pod and the pod goes to another.
 	if kind == framePrint {
-		if x.print == nil {
-			x.print = x.r.printer()
+		if x.a.prints.sink == nil {
+			x.a.prints.sink = x.r.printer()
 		}
-		return false, answerPrint(body, x.print)
+		return false, answerPrint(body, x.a.prints.add)
 	}
+	x.a.prints.Print()
 	if kind == frameDone {
 		if n != len(b.todo) {
 			return false, fmt.Errorf("answered %d pods, want %d", n, len(b.todo))

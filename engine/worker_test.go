@@ -896,6 +896,31 @@ func TestWorkerCrowded(t *testing.T) {
 	t.Logf("stats %+v", pool.Stats())
 }
 
+// TestWorkerCrowdedPrints checks that a pod whose overlay kills a worker that holds another
+// script, and so applies again in a worker of its own, prints once: what it printed in the
+// first worker is dropped.
+func TestWorkerCrowdedPrints(t *testing.T) {
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	defer pool.Close()
+	opts := workerOptions(pool)
+	var msgs []string
+	opts.Print = func(pos syntax.Position, msg string) { msgs = append(msgs, msg) }
+	other := compile(t, "def overlay(pod):\n    return pod\n", opts)
+	bomb := compile(t, "def overlay(pod):\n    print(\"before\")\n    s = \"ab\" * 1024\n    for i in range(40):\n        s += s\n", opts)
+	if _, err := other.Apply(context.Background(), testPod(), nil); err != nil {
+		t.Fatal(err)
+	}
+	msgs = nil
+	_, err := bomb.Apply(context.Background(), testPod(), nil)
+	var lim *engine.LimitError
+	if !errors.As(err, &lim) || lim.Limit != engine.LimitMemory {
+		t.Fatalf("got %v, want a memory LimitError", err)
+	}
+	if want := []string{"before"}; !slices.Equal(msgs, want) {
+		t.Errorf("printed %q, want %q", msgs, want)
+	}
+}
+
 // TestWorkerPoolConcurrentDeaths applies good overlays and memory bombs at once through one
 // pool: every good pod gets its result, every bomb the memory limit, and the pool never has
 // more workers alive than its size, nor any alive after Close.

@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/starpod/starpod/internal/bound"
@@ -441,14 +442,16 @@ func isBlank(doc []byte) bool {
 	return true
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+)(?::(\d+))?: `)
+// yamlLine finds the line in the YAML parser's error; it is compiled at the first error,
+// rather than at every start of the program.
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+)(?::(\d+))?: `) })
 
 // yamlError turns the YAML parser's error, whose lines count from the document's start, into
 // an error with the file's line.
 func yamlError(file string, start int, err error) error {
 	msg := err.Error()
 	e := &Error{File: file, Line: start}
-	if m := yamlLine.FindStringSubmatchIndex(msg); m != nil {
+	if m := yamlLine().FindStringSubmatchIndex(msg); m != nil {
 		n, _ := strconv.Atoi(msg[m[2]:m[3]])
 		e.Line = start + n - 1
 		if m[4] >= 0 {
