@@ -252,6 +252,29 @@ func answerPrint(body []byte, print func(*wirePrint)) error {
 	return nil
 }
 
+// heldPrints is print() output a worker sent that waits to be passed on: a task's until the
+// task ends, a pod's until its answer comes. Its holder drops it instead when the work is
+// done again, and prints again.
+type heldPrints struct {
+	sink   func(*wirePrint) // nil drops the output
+	prints []wirePrint
+}
+
+func (h *heldPrints) add(p *wirePrint) {
+	if h.sink != nil {
+		h.prints = append(h.prints, *p)
+	}
+}
+
+// Print passes the output held to the sink, and forgets it.
+func (h *heldPrints) Print() {
+	prints := h.prints
+	h.prints = nil
+	for i := range prints {
+		h.sink(&prints[i])
+	}
+}
+
 // A defineExchange is a define request and its answer.
 type defineExchange struct {
 	r   *remote
