@@ -93,9 +93,9 @@ type attempt struct {
 	// crowded says the worker died of its memory limit while it held other scripts.
 	crowded bool
 	err     error
-	// prints is the print() output of the pod after the answered ones, which the worker
-	// sent before it died: call passes it on, unless it applies that pod again.
-	prints heldPrints
+	// printed counts the print() messages of the pod after the answered ones: the worker
+	// printed them before it died.
+	printed int
 }
 
 // call compiles the overlay in a worker if the worker has not, and applies it to the pods of b
@@ -104,28 +104,25 @@ type attempt struct {
 // died at go to a worker that holds no other script, within what is left of that pod's time
 // (or the compile's), so that the second chance does not stretch the time limit.
 func (r *remote) call(ctx context.Context, b *batch) attempt {
-	a := r.attempt(ctx, b, false, time.Time{})
+	a := r.attempt(ctx, b, false, time.Time{}, 0)
 	if !a.crowded || b != nil && b.first && b.failed {
-		a.prints.Print()
 		return a
 	}
 	deadline := a.began.Add(workerGrace + r.o.opts.timeout())
 	if time.Until(deadline) <= 0 {
-		a.prints.Print()
 		return a
 	}
 	// The worker died of its memory limit while it held other scripts, whose memory counts
 	// too: try again in a worker that holds none, so that the overlay is not blamed for
-	// theirs. The pod it died at prints again there, and what it printed in the first is
-	// dropped.
+	// theirs. The pod it died at prints the same messages again there, since an apply is
+	// deterministic: those it printed in the first are not passed on twice.
 	var rest *batch
 	if b != nil {
 		sub := *b
 		sub.todo = b.todo[a.answered:]
 		rest = &sub
 	}
-	again := r.attempt(ctx, rest, true, deadline)
-	again.prints.Print()
+	again := r.attempt(ctx, rest, true, deadline, a.printed)
 	if b != nil {
 		b.failed = rest.failed
 	}
@@ -134,8 +131,9 @@ func (r *remote) call(ctx context.Context, b *batch) attempt {
 }
 
 // attempt is call in one worker: a fresh one (holding no script) if fresh is set. A compile
-// or a first pod must be done by deadline, if it is not zero. A nil b only compiles.
-func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline time.Time) attempt {
+// or a first pod must be done by deadline, if it is not zero. A nil b only compiles. The
+// first skip print() messages of the first pod are not passed on: they were already.
+func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline time.Time, skip int) attempt {
 	o := r.o
 	if err := ctx.Err(); err != nil {
 		return attempt{err: &Error{Overlay: o.name, Err: err}}
@@ -186,7 +184,7 @@ func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline tim
 	w.Keys.Use(key) // as the worker does when it reads the apply
 	a.began = time.Now()
 	st.results.forget() // its caller may have changed it
-	x := &applyExchange{r: r, st: st, b: b, a: &a}
+	x := &applyExchange{r: r, st: st, b: b, a: &a, skip: skip}
 	err = w.Call(ctx, x, sandbox.CallOptions{First: first, Each: workerGrace + timeout, Async: len(b.todo) > 1})
 	if err != nil {
 		var limit bool
@@ -252,29 +250,6 @@ func answerPrint(body []byte, print func(*wirePrint)) error {
 	return nil
 }
 
-// heldPrints is print() output a worker sent that waits to be passed on: a task's until the
-// task ends, a pod's until its answer comes. Its holder drops it instead when the work is
-// done again, and prints again.
-type heldPrints struct {
-	sink   func(*wirePrint) // nil drops the output
-	prints []wirePrint
-}
-
-func (h *heldPrints) add(p *wirePrint) {
-	if h.sink != nil {
-		h.prints = append(h.prints, *p)
-	}
-}
-
-// Print passes the output held to the sink, and forgets it.
-func (h *heldPrints) Print() {
-	prints := h.prints
-	h.prints = nil
-	for i := range prints {
-		h.sink(&prints[i])
-	}
-}
-
 // A defineExchange is a define request and its answer.
 type defineExchange struct {
 	r   *remote
@@ -306,10 +281,12 @@ func (x *defineExchange) Answer(kind byte, body []byte) (bool, error) {
 
 // An applyExchange is an apply request of the pods of a batch and their answers.
 type applyExchange struct {
-	r  *remote
-	st *workerState
-	b  *batch
-	a  *attempt
+	r     *remote
+	st    *workerState
+	b     *batch
+	a     *attempt
+	print func(*wirePrint)
+	skip  int // the print() messages of the first pod not to pass on
 }
 
 func (x *applyExchange) Send(in *bufio.Writer) error {
@@ -319,15 +296,18 @@ func (x *applyExchange) Send(in *bufio.Writer) error {
 func (x *applyExchange) Answer(kind byte, body []byte) (bool, error) {
 	b, o := x.b, x.r.o
 	n := x.a.answered
-	// The prints of a pod are held until its answer comes, for call to drop if the worker
-	// dies at that pod and the pod goes to another.
 	if kind == framePrint {
-		if x.a.prints.sink == nil {
-			x.a.prints.sink = x.r.printer()
+		x.a.printed++
+		if x.skip > 0 {
+			x.skip--
+			return false, nil
 		}
-		return false, answerPrint(body, x.a.prints.add)
+		if x.print == nil {
+			x.print = x.r.printer()
+		}
+		return false, answerPrint(body, x.print)
 	}
-	x.a.prints.Print()
+	x.a.printed, x.skip = 0, 0
 	if kind == frameDone {
 		if n != len(b.todo) {
 			return false, fmt.Errorf("answered %d pods, want %d", n, len(b.todo))

@@ -164,6 +164,27 @@ func (e *TaskError) Unwrap() error { return e.Err }
 // once.
 func (e *TaskError) Print() { e.prints.Print() }
 
+// heldPrints is the print() output of a task, held until the task ends.
+type heldPrints struct {
+	sink   func(*wirePrint) // nil drops the output
+	prints []wirePrint
+}
+
+func (h *heldPrints) add(p *wirePrint) {
+	if h.sink != nil {
+		h.prints = append(h.prints, *p)
+	}
+}
+
+// Print passes the output held to the sink, and forgets it.
+func (h *heldPrints) Print() {
+	prints := h.prints
+	h.prints = nil
+	for i := range prints {
+		h.sink(&prints[i])
+	}
+}
+
 // A wireTask is a task request.
 type wireTask struct {
 	Name      string
