@@ -56,11 +56,12 @@ func IsChild() bool { return os.Getenv(envRole) == "process" }
 
 // Enter limits the memory of the calling process, a child that a [Pool] or [Command] started,
 // to the limit its environment holds, and sends the runtime's fatal errors to the parent's
-// crash report: it caps GOMAXPROCS at 2 (every thread's stack counts against the limit),
-// lets the data segment (the Go heap and thread stacks) and the address space grow from what
-// the process holds now by the limit plus 32 MiB for thread stacks, with setrlimit, and sets
-// the collector's soft memory limit to the limit (unless GOMEMLIMIT does); a worker also
-// joins a memory cgroup of its own where one is writable. A program that allocates beyond
+// crash report: it sets GOMAXPROCS to 1 in a worker and caps it at 2 in a process of
+// [Command] (every thread's stack counts against the limit), lets the data segment (the Go
+// heap and thread stacks) and the address space grow from what the process holds now by the
+// limit plus 32 MiB for thread stacks, with setrlimit, and sets the collector's soft memory
+// limit to the limit (unless GOMEMLIMIT does); a worker also joins a memory cgroup of its
+// own where one is writable. A program that allocates beyond
 // the limit dies at once of a fatal "out of memory" error of the runtime, which no recover
 // catches: the parent's [Failure] says so.
 //
@@ -82,10 +83,14 @@ func Enter() error {
 		debug.SetCrashOutput(f, debug.CrashOptions{}) // the runtime keeps a copy of the descriptor
 		f.Close()
 	}
-	runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), 2))
 	extra := int64(0)
 	if role == "worker" {
+		// A worker does one thing at a time, beside the pool's other workers, one per
+		// processor: a second P would only have its collector contend with them.
+		runtime.GOMAXPROCS(1)
 		extra = min(limit/8, maxBallast)
+	} else {
+		runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), 2))
 	}
 	if err := setRlimits(limit*RaceMemoryFactor + extra); err != nil {
 		return fmt.Errorf("limiting memory: %v", err)
