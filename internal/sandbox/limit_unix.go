@@ -16,7 +16,7 @@ import (
 // threadAllowance is the room a child's data limit leaves, beyond its memory limit, for the
 // stacks of the threads the Go runtime starts after [Enter] (with cgo, each reserves the 8 MiB
 // of a pthread stack, which counts as data): a child has five or six threads at Enter, and its
-// GOMAXPROCS (1 in a worker, at most 2 otherwise) keeps it to a few more.
+// GOMAXPROCS of at most 2 keeps it to a few more.
 const threadAllowance = 32 << 20
 
 // startData is what a child is taken to hold as data at [Enter] where /proc does not say: its

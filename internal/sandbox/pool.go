@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -316,6 +317,7 @@ func (p *Pool) start(limit int64) (*Worker, error) {
 	}
 	cmd := exec.Command(path, p.opts.Args...)
 	cmd.Stdin, cmd.Stdout = inR, outW
+	cmd.Env = append(os.Environ(), envProcs+"="+strconv.Itoa(max(runtime.GOMAXPROCS(0)/p.opts.Size, 1)))
 	w := &Worker{pool: p, limit: limit, inFile: inW, outFile: outR,
 		in: bufio.NewWriterSize(inW, 64<<10), out: NewFrameReader(outR), Keys: NewCache[struct{}](p.opts.Keys)}
 	w.child, err = startChild(cmd, "worker", limit, func(x *exit) {

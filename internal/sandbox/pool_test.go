@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,7 +46,8 @@ var (
 )
 
 // echo answers each request frame: 'e' with its body, 'b' by allocating without end, 'a' by
-// allocating and keeping as many MiB as its body says, 's' by sleeping, 'p' by panicking.
+// allocating and keeping as many MiB as its body says, 's' by sleeping, 'p' by panicking, 'g'
+// with its GOMAXPROCS.
 func echo(in *FrameReader, out *bufio.Writer) error {
 	for {
 		kind, body, err := in.Next()
@@ -75,6 +77,8 @@ func echo(in *FrameReader, out *bufio.Writer) error {
 			time.Sleep(time.Hour)
 		case 'p':
 			panic("not a memory problem")
+		case 'g':
+			WriteFrame(out, 'd', []byte(strconv.Itoa(runtime.GOMAXPROCS(0))))
 		}
 		if err := out.Flush(); err != nil {
 			return err
@@ -111,6 +115,26 @@ func (c *call) Answer(kind byte, body []byte) (bool, error) {
 	}
 	c.got = string(body)
 	return true, nil
+}
+
+// TestPoolProcs checks that a worker takes its share of the parent's processors, one at least
+// and two at most: a pool of a worker per processor leaves each one.
+func TestPoolProcs(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "4") // what a child's runtime starts with, whatever the machine
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	for size, want := range map[int]string{1: "2", 2: "2", 3: "1", 4: "1"} {
+		p := NewPool(&PoolOptions{Size: size, Protocol: testProtocol})
+		w, err := p.Get(128<<20, "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &call{kind: 'g'}
+		if err := w.Call(context.Background(), c, CallOptions{First: 10 * time.Second}); err != nil || c.got != want {
+			t.Errorf("a pool of %d workers under GOMAXPROCS 4: a worker's GOMAXPROCS is %q (%v), want %s", size, c.got, err, want)
+		}
+		p.Put(w)
+		p.Close()
+	}
 }
 
 func TestPool(t *testing.T) {

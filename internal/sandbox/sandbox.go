@@ -34,6 +34,7 @@ import (
 const (
 	envRole   = "STARPOD_SANDBOX"            // "worker" in a pooled worker, "process" in a Command's child
 	envMemory = "STARPOD_SANDBOX_MAX_MEMORY" // the memory limit in bytes
+	envProcs  = "STARPOD_SANDBOX_PROCS"      // a worker's share of the parent's GOMAXPROCS
 	crashFD   = 3                            // the write end of the crash report's pipe
 )
 
@@ -56,14 +57,14 @@ func IsChild() bool { return os.Getenv(envRole) == "process" }
 
 // Enter limits the memory of the calling process, a child that a [Pool] or [Command] started,
 // to the limit its environment holds, and sends the runtime's fatal errors to the parent's
-// crash report: it sets GOMAXPROCS to 1 in a worker and caps it at 2 in a process of
-// [Command] (every thread's stack counts against the limit), lets the data segment (the Go
-// heap and thread stacks) and the address space grow from what the process holds now by the
-// limit plus 32 MiB for thread stacks, with setrlimit, and sets the collector's soft memory
-// limit to the limit (unless GOMEMLIMIT does); a worker also joins a memory cgroup of its
-// own where one is writable. A program that allocates beyond
-// the limit dies at once of a fatal "out of memory" error of the runtime, which no recover
-// catches: the parent's [Failure] says so.
+// crash report. It caps GOMAXPROCS at 2 (every thread's stack counts against the limit), and
+// in a worker at the worker's share of the parent's (its GOMAXPROCS over [PoolOptions].Size,
+// at least 1). It lets the data segment (the Go heap and thread stacks) and the address space
+// grow from what the process holds now by the limit plus 32 MiB for thread stacks, with
+// setrlimit, and sets the collector's soft memory limit to the limit (unless GOMEMLIMIT
+// does); a worker also joins a memory cgroup of its own where one is writable. A program that
+// allocates beyond the limit dies at once of a fatal "out of memory" error of the runtime,
+// which no recover catches: the parent's [Failure] says so.
 //
 // Enter returns an error if the process is no child, if the limit is below [MinMemory], or
 // if the system refuses it.
@@ -83,15 +84,18 @@ func Enter() error {
 		debug.SetCrashOutput(f, debug.CrashOptions{}) // the runtime keeps a copy of the descriptor
 		f.Close()
 	}
+	procs := 2
 	extra := int64(0)
 	if role == "worker" {
-		// A worker does one thing at a time, beside the pool's other workers, one per
-		// processor: a second P would only have its collector contend with them.
-		runtime.GOMAXPROCS(1)
+		// A worker does one thing at a time, and its collector the rest: where the pool has a
+		// worker per processor, a second P would only have the collector contend with the
+		// other workers; where it has fewer, the collector may take what they leave.
+		if n, err := strconv.Atoi(os.Getenv(envProcs)); err == nil && n >= 1 {
+			procs = min(procs, n)
+		}
 		extra = min(limit/8, maxBallast)
-	} else {
-		runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), 2))
 	}
+	runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), procs))
 	if err := setRlimits(limit*RaceMemoryFactor + extra); err != nil {
 		return fmt.Errorf("limiting memory: %v", err)
 	}
