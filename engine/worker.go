@@ -33,10 +33,12 @@ package engine
 //     worker writes to a pipe of the parent, the signal it died of and its cgroup's count of
 //     out-of-memory kills; never from what it wrote to its standard error.
 //   - The parent holds little of what a script sends back: each print() message is cut to
-//     64 KiB, the output of one compile or one pod's apply to 1 MiB (the rest is dropped, with
-//     one line saying so), the texts of errors to 16 KiB each, and no frame from a worker may
-//     pass answerFrameLimit, a few times the result size limit. print() output reaches the
-//     caller as it happens, also when a later step kills the worker.
+//     64 KiB, the output of one compile, one pod's apply or one task to 1 MiB (the rest is
+//     dropped, with one line saying so), the texts of errors to 16 KiB each, and no frame from
+//     a worker may pass answerFrameLimit, a few times the result size limit. print() output
+//     reaches the caller as it happens, also when a later step kills the worker; a task's
+//     when the task ends (see Chain.RunTask). What a pod printed before its worker died is not
+//     passed on twice when the pod runs again in another worker.
 //   - Steps, time and result size are limited inside the worker as in process; the parent also
 //     kills a worker that has not answered a pod within the time limit plus one second (one
 //     step that runs long, such as a huge sort), and a worker whose caller's context ends.
