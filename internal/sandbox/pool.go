@@ -89,10 +89,12 @@ func NewPool(opts *PoolOptions) *Pool {
 	return p
 }
 
-// Prestart starts, in the background, as many workers of the memory limit as p has room for,
-// so that the first requests find them ready instead of each waiting for a process to start.
-// It does not wait for them. A worker that fails to start is not reported: a Get that finds
-// no idle worker starts one itself, and reports why that fails.
+// Prestart starts as many workers of the memory limit as p has room for, so that the first
+// requests find them ready instead of each waiting for a process to start. It starts the
+// processes itself, which takes a fraction of a millisecond each: a goroutine would start
+// them later, since the caller goes on working on its processor. It does not wait for them to
+// be ready. A worker that fails to start is not reported: a Get that finds no idle worker
+// starts one itself, and reports why that fails.
 func (p *Pool) Prestart(limit int64) {
 	if limit < MinMemory {
 		return
@@ -105,9 +107,13 @@ func (p *Pool) Prestart(limit int64) {
 	p.alive += n
 	p.mu.Unlock()
 	for range n {
+		w, err := p.spawn(limit)
+		if err != nil {
+			p.unreserve()
+			continue
+		}
 		go func() {
-			w, err := p.start(limit)
-			if err != nil {
+			if err := w.handshake(p.opts.StartTimeout); err != nil {
 				p.unreserve()
 				return
 			}
@@ -293,6 +299,18 @@ func (w *Worker) SetMaxFrame(n int) { w.out.Max = n }
 
 // start starts a worker with the memory limit and waits until it is ready.
 func (p *Pool) start(limit int64) (*Worker, error) {
+	w, err := p.spawn(limit)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.handshake(p.opts.StartTimeout); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// spawn starts a worker process with the memory limit, without waiting for it to be ready.
+func (p *Pool) spawn(limit int64) (*Worker, error) {
 	if IsWorker() {
 		// A worker that starts workers would start them without end.
 		return nil, fmt.Errorf("starting an %s: this process was started as one, and must serve as one first thing in main", p.opts.Name)
@@ -337,9 +355,6 @@ func (p *Pool) start(limit int64) (*Worker, error) {
 	p.mu.Lock()
 	p.procs[w] = true
 	p.mu.Unlock()
-	if err := w.handshake(p.opts.StartTimeout); err != nil {
-		return nil, err
-	}
 	return w, nil
 }
 
