@@ -9,22 +9,25 @@ package engine
 //
 //	scan:    L(JSON wireSource)                       -> d(JSON wireScan)
 //	define:  D(JSON wireScript)                       -> p* d(empty, or JSON wireError)
-//	apply:   A(script key) (P(pod) | S(message))* E   -> (p* (r(pod) | e(JSON wireError)))* p* d
-//	         F(script key) (P(pod) | S(message))* E   -> the same
+//	apply:   A(flags key) (P(pod) | S(message))* E    -> (p* (r(pod) | e(JSON wireError)))* p* d
+//	         F(flags key) (P(pod) | S(message))* E    -> the same
 //
 // A scan parses one file, and answers with the modules its load statements name: the parent
 // resolves a script's loads file by file with its Loader, but parses nothing itself, so that a
 // file that takes much memory to parse (a parse bomb) kills a worker, not the parent, and the
 // parent knows which file it was. The worker compiles a defined script and answers done, with
-// the compile error if any. In an
-// apply, the worker answers each pod frame (or skip frame, for a pod the parent failed to
-// encode) in order as soon as it is done, with the resulting pod or the error, and answers the
-// end frame with done. In an apply that stops at the first pod that fails (F), the worker
+// the compile error if any. In an apply, the worker answers each pod frame (or skip frame, for
+// a pod the parent failed to encode) in order, with the resulting pod or the error, and
+// answers the end frame with done. It counts the pods it answered in its progress (see
+// sandbox.SetProgress), so that the parent of a worker that died knows which pod it died at,
+// and writes its answers out in batches, or each at once where the flags say applyCareful
+// (see server.apply). In an apply that stops at the first pod that fails (F), the worker
 // answers the pods after that one with an error without applying the script to them, so that
-// a failed batch costs no more than the pods up to its failure; print() output (p, JSON wirePrint) goes back as it happens, each
-// message flushed at once, so that the parent has it even if a later step kills the worker.
-// The parent streams the pods while the worker applies the ones before, and decodes the
-// answers while the worker applies the ones after.
+// a failed batch costs no more than the pods up to its failure. print() output (p, JSON
+// wirePrint) goes back as it happens, each message written out at once with the answers
+// before it, so that the parent has it even if a later step kills the worker. The parent
+// streams the pods while the worker applies the ones before, and decodes the answers while
+// the worker applies the ones after.
 //
 // A worker keeps the last maxWorkerScripts scripts it was sent, by their last define or
 // apply, and forgets older ones; the parent keeps the same account of each worker (a
@@ -93,20 +96,24 @@ func answerFrameLimit(maxResult int64) int {
 
 // protocolVersion names the protocol. A worker refuses a parent that speaks another, such as
 // one of another build of starpod.
-const protocolVersion = "starpod-worker/6"
+const protocolVersion = "starpod-worker/7"
 
 // maxWorkerScripts is how many compiled scripts a worker keeps, with their modules' globals.
 // A worker's memory limit covers them all.
 const maxWorkerScripts = 16
+
+// applyCareful is the flag of an apply request whose every answer the worker writes out at
+// once (see server.apply).
+const applyCareful = 1
 
 // The kinds of frames.
 const (
 	// from the parent
 	frameScan    = 'L' // body: JSON wireSource
 	frameDefine  = 'D' // body: JSON wireScript
-	frameApply   = 'A' // body: the key of a defined script
-	frameFirst   = 'F' // body: the key of a defined script; an apply that stops at the first pod that fails
-	frameExplain = 'X' // body: the key of a defined script; an apply that stops at the first pod that fails and explains each result
+	frameApply   = 'A' // body: the apply flags and the key of a defined script
+	frameFirst   = 'F' // body: the apply flags and the key of a defined script; an apply that stops at the first pod that fails
+	frameExplain = 'X' // body: the apply flags and the key of a defined script; an apply that stops at the first pod that fails and explains each result
 	framePod     = 'P' // body: a ctx and a pod
 	frameSkip    = 'S' // body: why the parent could not encode the pod
 	frameEnd     = 'E' // empty

@@ -160,13 +160,13 @@ func TestServeRefuses(t *testing.T) {
 		in   []byte
 		want string
 	}{
-		{"other version", frames(byte(sandbox.FrameHello), "starpod-worker/1"), `got protocol "starpod-worker/1", want "starpod-worker/6"`},
-		{"no hello", frames(byte(frameDefine), "{}"), `got a frame of kind 'D', want the hello of protocol "starpod-worker/6"`},
+		{"other version", frames(byte(sandbox.FrameHello), "starpod-worker/1"), `got protocol "starpod-worker/1", want "` + protocolVersion + `"`},
+		{"no hello", frames(byte(frameDefine), "{}"), `got a frame of kind 'D', want the hello of protocol "` + protocolVersion + `"`},
 		{"JSON frame", append(binary.BigEndian.AppendUint32(nil, 100), `{"Key":`...), `got a frame of kind '{', want the hello`},
 		{"cut hello", []byte{0, 0}, `unexpected EOF`},
 		{"unknown request", slices.Concat(hello, frames(byte('Z'), "")), `got a frame of kind 'Z', want a request`},
 		{"bad script", slices.Concat(hello, frames(byte(frameDefine), "{")), `decoding a script: `},
-		{"unknown script", slices.Concat(hello, frames(byte(frameApply), "k")), `apply of unknown script k`},
+		{"unknown script", slices.Concat(hello, frames(byte(frameApply), "\x00k")), `apply of unknown script k`},
 		{"cut request", slices.Concat(hello, []byte{0, 0}), `unexpected EOF`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -192,7 +192,7 @@ func TestServeApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := string(append(appendPodHeader(nil, appendEnv(nil, &Env{Role: "r"}), "Pod", "v1"), e.proto...))
-	start := frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), script, byte(frameApply), "k")
+	start := frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), script, byte(frameApply), "\x00k")
 	out, err := serveFrames(t, slices.Concat(start, frames(byte(framePod), good, byte(framePod), good, byte(frameSkip), "no", byte(frameEnd), "")))
 	if err != nil {
 		t.Fatal(err)
@@ -309,14 +309,14 @@ func TestServeForgetsScripts(t *testing.T) {
 	}
 	var out bytes.Buffer
 	hello := len(frames(byte(sandbox.FrameHello), protocolVersion))
-	s := newServer(sandbox.NewFrameReader(bytes.NewReader(slices.Concat(in[hello:], frames(byte(frameApply), strconv.Itoa(n-1), byte(frameEnd), "")))), bufio.NewWriter(&out))
+	s := newServer(sandbox.NewFrameReader(bytes.NewReader(slices.Concat(in[hello:], frames(byte(frameApply), "\x00"+strconv.Itoa(n-1), byte(frameEnd), "")))), bufio.NewWriter(&out))
 	if err := s.serve(); err != nil {
 		t.Fatal(err)
 	}
 	if s.scripts.Len() != maxWorkerScripts {
 		t.Errorf("the worker holds %d scripts, want %d", s.scripts.Len(), maxWorkerScripts)
 	}
-	_, err := serveFrames(t, slices.Concat(in, frames(byte(frameApply), strconv.Itoa(n-maxWorkerScripts-1))))
+	_, err := serveFrames(t, slices.Concat(in, frames(byte(frameApply), "\x00"+strconv.Itoa(n-maxWorkerScripts-1))))
 	if want := "apply of unknown script " + strconv.Itoa(n-maxWorkerScripts-1); err == nil || err.Error() != want {
 		t.Errorf("apply of a forgotten script: got %v, want %q", err, want)
 	}
@@ -337,7 +337,7 @@ func TestServeBoundsAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod := string(append(appendPodHeader(nil, nil, "Pod", "v1"), e.proto...))
-	out, err := serveFrames(t, slices.Concat(frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), string(data), byte(frameApply), "k"),
+	out, err := serveFrames(t, slices.Concat(frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), string(data), byte(frameApply), "\x00k"),
 		frames(byte(framePod), pod, byte(framePod), pod, byte(frameEnd), "")))
 	if err != nil {
 		t.Fatal(err)
@@ -432,7 +432,7 @@ func TestServeApplyFirst(t *testing.T) {
 		{frameFirst, "hdprpeed", []string{"bad pod", "not applied: an earlier pod of the batch failed"}},
 		{frameApply, "hdprpeprd", []string{"bad pod"}},
 	} {
-		in := slices.Concat(frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), string(script), test.apply, "k"),
+		in := slices.Concat(frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), string(script), test.apply, "\x00k"),
 			frames(byte(framePod), encode("good"), byte(framePod), encode("bad"), byte(framePod), encode("late"), byte(frameEnd), ""))
 		out, err := serveFrames(t, in)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.starlark.net/syntax"
@@ -33,6 +34,13 @@ type batch struct {
 
 	explain bool       // whether to explain each result (Overlay.Explain)
 	changes [][]Change // the changes of each pod, with explain
+
+	// careful asks the worker to write out each answer at once: the batch is tried again
+	// after a worker died (see server.apply).
+	careful bool
+	// skip counts the print() messages of the first pod of todo that were passed on already:
+	// a worker that died printed them before its answer was lost.
+	skip int
 }
 
 // explain is Overlay.Explain in a worker: one pod, whose changes the worker sends before the
@@ -52,8 +60,9 @@ func (r *remote) explain(ctx context.Context, pod *corev1.Pod, env *Env) (*corev
 // apply applies the overlay in workers to each pod, with the ctx envs[i] for pods[i] when
 // envs is not nil and env for every pod otherwise. It sends the pods to one worker in one
 // round trip. A pod that kills its worker (by a memory or time limit) gets that error, and
-// the pods after it go to another worker. With first set it stops at the first pod that
-// fails and gives the pods after it no result and no error.
+// the pods after it go to another worker, with those before it whose answers died with the
+// worker. With first set it stops at the first pod that fails and gives the pods after it no
+// result and no error.
 func (r *remote) apply(ctx context.Context, pods []*corev1.Pod, env *Env, envs []*Env, first bool) ([]*corev1.Pod, []error) {
 	b := &batch{pods: pods, env: env, envs: envs, first: first, todo: make([]int, len(pods)),
 		out: make([]*corev1.Pod, len(pods)), errs: make([]error, len(pods))}
@@ -65,18 +74,29 @@ func (r *remote) apply(ctx context.Context, pods []*corev1.Pod, env *Env, envs [
 		if a.err == nil || first && b.failed {
 			break
 		}
-		n := a.answered
-		if !a.died || n == len(b.todo) { // n == len(b.todo): the worker broke the protocol after the last answer
+		n, c := a.answered, a.finished
+		if !a.died {
 			for _, i := range b.todo[n:] {
 				b.errs[i] = a.err
 			}
 			break
 		}
-		b.errs[b.todo[n]] = a.err
-		if first {
-			break
+		// The worker died at the pod after the c it finished, or after the last one (it
+		// broke the protocol then). The answers of the pods from the n it answered to the c
+		// it finished died with it: those pods go to another worker again, in order, with
+		// the pods after the one it died at. Of them only the first can have printed (a
+		// print writes out the answers before it), and what it printed was passed on.
+		again := slices.Clip(b.todo[n:c])
+		if c < len(b.todo) {
+			b.errs[b.todo[c]] = a.err
+			if !first {
+				again = append(again, b.todo[c+1:]...)
+			}
 		}
-		b.todo = b.todo[n+1:]
+		b.todo, b.careful, b.skip = again, true, 0
+		if n < c {
+			b.skip = a.printed
+		}
 	}
 	return b.out, b.errs
 }
@@ -84,9 +104,12 @@ func (r *remote) apply(ctx context.Context, pods []*corev1.Pod, env *Env, envs [
 // An attempt is what one worker did with a request: it compiled the overlay if it had not,
 // and answered the first pods of the batch.
 type attempt struct {
-	answered int       // the pods of the batch's todo it answered
+	answered int // the pods of the batch's todo it answered
+	// finished counts the pods it finished: those it answered, and after them those whose
+	// answers it had not written out when it died, which died with it (see server.apply).
+	finished int
 	began    time.Time // when it began what it did last: the compile, or the pod after the last answered
-	// died says the worker died of a limit at the pod after the answered ones, whose error
+	// died says the worker died of a limit at the pod after the finished ones, whose error
 	// err is: the pods after it were not tried and may go to another worker. Otherwise err
 	// is the error of every pod not answered.
 	died bool
@@ -104,7 +127,11 @@ type attempt struct {
 // died at go to a worker that holds no other script, within what is left of that pod's time
 // (or the compile's), so that the second chance does not stretch the time limit.
 func (r *remote) call(ctx context.Context, b *batch) attempt {
-	a := r.attempt(ctx, b, false, time.Time{}, 0)
+	skip := 0
+	if b != nil {
+		skip = b.skip
+	}
+	a := r.attempt(ctx, b, false, time.Time{}, skip)
 	if !a.crowded || b != nil && b.first && b.failed {
 		return a
 	}
@@ -119,7 +146,7 @@ func (r *remote) call(ctx context.Context, b *batch) attempt {
 	var rest *batch
 	if b != nil {
 		sub := *b
-		sub.todo = b.todo[a.answered:]
+		sub.todo, sub.careful = b.todo[a.answered:], true
 		rest = &sub
 	}
 	again := r.attempt(ctx, rest, true, deadline, a.printed)
@@ -127,6 +154,7 @@ func (r *remote) call(ctx context.Context, b *batch) attempt {
 		b.failed = rest.failed
 	}
 	again.answered += a.answered
+	again.finished += a.answered
 	return again
 }
 
@@ -184,14 +212,19 @@ func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline tim
 	w.Keys.Use(key) // as the worker does when it reads the apply
 	a.began = time.Now()
 	st.results.forget() // its caller may have changed it
+	base, counted := w.Progress()
 	x := &applyExchange{r: r, st: st, b: b, a: &a, skip: skip}
 	err = w.Call(ctx, x, sandbox.CallOptions{First: first, Each: workerGrace + timeout, Async: len(b.todo) > 1})
+	a.finished = a.answered
 	if err != nil {
+		if n, ok := w.Progress(); counted && ok && n >= base {
+			a.finished = int(min(max(n-base, uint64(a.answered)), uint64(len(b.todo))))
+		}
 		var limit bool
 		a.err, limit = r.failure(ctx, err)
-		// A worker that failed before its first answer may be broken: trying the other
+		// A worker that failed before it finished a pod may be broken: trying the other
 		// pods in another would fail as often.
-		a.died = limit || a.answered > 0 && !isCanceled(err)
+		a.died = limit || a.finished > 0 && !isCanceled(err)
 		a.crowded = isMemory(err) && others()
 	}
 	return a
@@ -374,7 +407,11 @@ func (st *workerState) sendPods(in *bufio.Writer, key string, b *batch) error {
 	case b.first:
 		apply = frameFirst
 	}
-	if err := sandbox.WriteFrame(in, apply, []byte(key)); err != nil {
+	flags := byte(0)
+	if b.careful {
+		flags |= applyCareful
+	}
+	if err := sandbox.WriteFrame(in, apply, []byte{flags}, []byte(key)); err != nil {
 		return err
 	}
 	st.enc.pod, st.env, st.envData = nil, nil, st.envData[:0]

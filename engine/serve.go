@@ -83,7 +83,7 @@ func (s *server) serve() error {
 			err = s.task(body)
 		case kind == frameApply, kind == frameFirst, kind == frameExplain:
 			s.explain = kind == frameExplain
-			err = s.apply(string(body), kind != frameApply)
+			err = s.apply(body, kind != frameApply)
 		default:
 			err = fmt.Errorf("got a frame of kind %q, want a request", kind)
 		}
@@ -113,8 +113,9 @@ type server struct {
 	printed      int  // bytes sent
 	printDropped bool // whether the rest is dropped
 
-	answerMax int // the largest frame the parent reads, for the script at hand
-	served    int // the requests answered
+	answerMax int    // the largest frame the parent reads, for the script at hand
+	served    int    // the requests answered
+	answered  uint64 // the pods answered, the progress count (see apply)
 
 	// During a task, mu guards out and printErr, which its notes share with print(), and
 	// the task's latest note and its number.
@@ -220,11 +221,25 @@ func (s *server) define(body []byte) error {
 	return sandbox.WriteFrame(s.out, frameDone)
 }
 
-// apply applies the script key to each pod that follows, until the end frame, and answers
-// each as soon as it is done: if a later pod kills the worker, the parent still has the
-// answers before it and knows which pod did. With first set, the pods after one that failed
-// are answered with an error and not applied.
-func (s *server) apply(key string, first bool) error {
+// apply applies the script of an apply request's body (its flags and the script's key) to
+// each pod that follows, until the end frame, and answers each pod in order. With first set,
+// the pods after one that failed are answered with an error and not applied.
+//
+// The worker counts the pods it has answered in its progress (sandbox.SetProgress), which
+// its parent reads: while the worker works, each step counts as an answer against the time
+// limit; if the worker dies, the parent knows which pod killed it, and that the answers of
+// the pods before that one still in the worker's buffer died with it. So the worker writes
+// its answers out in batches (flushBytes), not at each pod: a pipe write and the wake-up of
+// the parent cost about a tenth of a pod's apply. It writes the first answer out at once, so
+// that the parent starts decoding while it goes on. A worker without a progress count, or
+// asked to (applyCareful, as the parent does when it tries pods again after a death), writes
+// out each answer at once, and counts it once it is out.
+func (s *server) apply(body []byte, first bool) error {
+	if len(body) == 0 {
+		return errors.New("an apply request without its flags")
+	}
+	each := body[0]&applyCareful != 0 || !sandbox.HasProgress()
+	key := string(body[1:])
 	o, ok := s.scripts.Get(key)
 	if !ok {
 		return fmt.Errorf("apply of unknown script %s", key)
@@ -232,6 +247,7 @@ func (s *server) apply(key string, first bool) error {
 	s.scripts.Use(key)
 	s.answerMax = answerFrameLimit(o.opts.MaxResultBytes)
 	failed := false
+	answered := 0
 	for {
 		kind, body, err := s.in.Next()
 		if err != nil {
@@ -255,14 +271,23 @@ func (s *server) apply(key string, first bool) error {
 		default:
 			err = fmt.Errorf("got a frame of kind %q, want a pod", kind)
 		}
-		if err == nil {
-			err = s.out.Flush()
-		}
 		if err != nil {
 			return err
 		}
+		answered++
+		if each || answered == 1 || s.out.Buffered() >= flushBytes {
+			if err := s.out.Flush(); err != nil {
+				return err
+			}
+		}
+		s.answered++
+		sandbox.SetProgress(s.answered)
 	}
 }
+
+// flushBytes is how many bytes of answers a worker holds before it writes them out (see
+// server.apply).
+const flushBytes = 16 << 10
 
 // applyPod applies o to the pod of a pod frame and writes the answer. It reports whether the
 // apply succeeded, and the error of decoding the frame or writing the answer.

@@ -40,10 +40,12 @@ package engine
 //     when the task ends (see Chain.RunTask). What a pod printed before its worker died is not
 //     passed on twice when the pod runs again in another worker.
 //   - Steps, time and result size are limited inside the worker as in process; the parent also
-//     kills a worker that has not answered a pod within the time limit plus one second (one
+//     kills a worker that has not finished a pod within the time limit plus one second (one
 //     step that runs long, such as a huge sort), and a worker whose caller's context ends.
-//   - A worker answers each pod of a batch as soon as it is done, so a pod that kills its
-//     worker gets the limit's error, and the pods after it go on in another worker.
+//   - A worker answers the pods of a batch in order and counts those it answered where its
+//     parent reads the count (a memory file, on Linux; elsewhere it writes out each answer
+//     at once), so a pod that kills its worker gets the limit's error, and the pods after it
+//     go on in another worker, with the pods before it whose answers died with the worker.
 //   - Errors cross the process boundary with the same text, position, backtrace, field paths
 //     and *LimitError; their other causes become plain errors with the same message.
 //   - A task (Chain.RunTask) runs a function the program registered (RegisterTask) in a worker

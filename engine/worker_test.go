@@ -791,6 +791,9 @@ func TestWorkerPrintBounded(t *testing.T) {
 	var msgs []string
 	total := 0
 	opts := workerOptions(pool)
+	// Each print makes a MiB of garbage: under 128 MiB, a worker starved of processor time by
+	// other tests could reach its limit before its collector caught up.
+	opts.MaxMemory = 512 << 20
 	opts.Print = func(pos syntax.Position, msg string) {
 		msgs = append(msgs, msg)
 		total += len(msg)

@@ -282,6 +282,8 @@ type Worker struct {
 	outFile *os.File
 	dead    bool
 
+	progress *os.File // the worker's progress file, or nil (see Progress)
+
 	// Keys is the caller's account of the work the worker holds, such as compiled scripts,
 	// which Get prefers to find again.
 	Keys *Cache[struct{}]
@@ -336,7 +338,12 @@ func (p *Pool) spawn(limit int64) (*Worker, error) {
 	cmd := exec.Command(path, p.opts.Args...)
 	cmd.Stdin, cmd.Stdout = inR, outW
 	cmd.Env = append(os.Environ(), envProcs+"="+strconv.Itoa(max(runtime.GOMAXPROCS(0)/p.opts.Size, 1)))
-	w := &Worker{pool: p, limit: limit, inFile: inW, outFile: outR,
+	progress := newProgress()
+	if progress != nil {
+		cmd.ExtraFiles = []*os.File{progress} // descriptor 4, progressFD
+		cmd.Env = append(cmd.Env, envProgress+"="+strconv.Itoa(progressFD))
+	}
+	w := &Worker{pool: p, limit: limit, inFile: inW, outFile: outR, progress: progress,
 		in: bufio.NewWriterSize(inW, 64<<10), out: NewFrameReader(outR), Keys: NewCache[struct{}](p.opts.Keys)}
 	w.child, err = startChild(cmd, "worker", limit, func(x *exit) {
 		p.notePeak(exitPeakRSS(x.state))
@@ -349,6 +356,7 @@ func (p *Pool) spawn(limit int64) (*Worker, error) {
 	if err != nil {
 		inW.Close()
 		outR.Close()
+		w.closeProgress()
 		return nil, fmt.Errorf("starting an %s: %v", p.opts.Name, err)
 	}
 	p.started.Add(1)
@@ -391,6 +399,7 @@ func (w *Worker) handshake(timeout time.Duration) error {
 	w.kill()
 	w.inFile.Close()
 	w.outFile.Close()
+	w.closeProgress()
 	if late.Load() {
 		return fmt.Errorf("starting an %s: it did not say it was ready within %v", name, timeout)
 	}
@@ -425,6 +434,14 @@ func (w *Worker) stop() {
 		<-w.child.exited
 	}
 	w.outFile.Close()
+	w.closeProgress()
+}
+
+// closeProgress closes the worker's progress file, if it has one.
+func (w *Worker) closeProgress() {
+	if w.progress != nil {
+		w.progress.Close()
+	}
 }
 
 // An Exchange is one request to a worker and its answers.
@@ -439,8 +456,11 @@ type Exchange interface {
 
 // CallOptions configures [Worker.Call].
 type CallOptions struct {
-	First time.Duration // the time allowed until the first answer
-	Each  time.Duration // the time allowed for each answer after the first; zero means First
+	// First is the time allowed until the first answer, and Each the time allowed for each
+	// answer after it (zero means First). A step of the worker's progress (see [SetProgress])
+	// counts as an answer: a worker that counts its steps may hold their answers.
+	First time.Duration
+	Each  time.Duration
 	// Async sends the request while the answers come, so that the worker works on the
 	// start of a long request while the parent sends the rest, and the parent reads the
 	// answers while the worker works on the rest.
@@ -460,10 +480,10 @@ func (w *Worker) Call(ctx context.Context, x Exchange, opts CallOptions) error {
 		reason.CompareAndSwap(0, int32(r))
 		w.child.cmd.Process.Kill()
 	}
-	timer := time.AfterFunc(opts.First, func() { kill(Timeout) })
+	wd := w.watch(opts, func() { kill(Timeout) })
 	stopCtx := context.AfterFunc(ctx, func() { kill(Canceled) })
 	defer func() {
-		timer.Stop()
+		wd.stop()
 		stopCtx()
 	}()
 	var err, broke error // broke is set when the worker broke the protocol
@@ -498,7 +518,7 @@ func (w *Worker) Call(ctx context.Context, x Exchange, opts CallOptions) error {
 			}
 			break
 		}
-		timer.Reset(opts.Each)
+		wd.answered()
 	}
 	// The worker died or broke the protocol: make sure it is gone and find out why.
 	w.kill()

@@ -47,7 +47,8 @@ var (
 
 // echo answers each request frame: 'e' with its body, 'b' by allocating without end, 'a' by
 // allocating and keeping as many MiB as its body says, 's' by sleeping, 'p' by panicking, 'g'
-// with its GOMAXPROCS.
+// with its GOMAXPROCS, 'n' by setting its progress to its body (and 'N' by then dying of
+// its memory limit), 'w' by steps of its progress before it answers.
 func echo(in *FrameReader, out *bufio.Writer) error {
 	for {
 		kind, body, err := in.Next()
@@ -79,6 +80,30 @@ func echo(in *FrameReader, out *bufio.Writer) error {
 			panic("not a memory problem")
 		case 'g':
 			WriteFrame(out, 'd', []byte(strconv.Itoa(runtime.GOMAXPROCS(0))))
+		case 'n', 'N':
+			n, err := strconv.ParseUint(string(body), 10, 64)
+			if err != nil {
+				return err
+			}
+			SetProgress(n)
+			if kind == 'N' {
+				allocate(1 << 30) // dies of its memory limit
+			}
+			WriteFrame(out, 'd', []byte(strconv.FormatBool(HasProgress())))
+		case 'w':
+			// "STEPS,MS": a step of progress every MS milliseconds, STEPS times, then
+			// an answer; with STEPS negative, one step and then a hang.
+			steps, ms, _ := strings.Cut(string(body), ",")
+			n, _ := strconv.Atoi(steps)
+			d, _ := strconv.Atoi(ms)
+			for i := range max(n, 1) {
+				time.Sleep(time.Duration(d) * time.Millisecond)
+				SetProgress(uint64(1000 + i))
+			}
+			if n < 0 {
+				time.Sleep(time.Hour)
+			}
+			WriteFrame(out, 'd', body)
 		}
 		if err := out.Flush(); err != nil {
 			return err
@@ -135,6 +160,72 @@ func TestPoolProcs(t *testing.T) {
 		p.Put(w)
 		p.Close()
 	}
+}
+
+// TestPoolProgress checks that the parent reads the progress a worker sets, while the worker
+// is idle and after it died.
+func TestPoolProgress(t *testing.T) {
+	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol})
+	defer p.Close()
+	w, err := p.Get(128<<20, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Put(w)
+	opts := CallOptions{First: 10 * time.Second}
+	if n, ok := w.Progress(); n != 0 || ok != (runtime.GOOS == "linux") {
+		t.Errorf("a new worker's progress: got %d, %v, want 0, %v", n, ok, runtime.GOOS == "linux")
+	}
+	if runtime.GOOS != "linux" {
+		return // no memory files: the worker answers at each step instead
+	}
+	c := &call{kind: 'n', body: "41"}
+	if err := w.Call(context.Background(), c, opts); err != nil || c.got != "true" {
+		t.Fatalf("setting the progress: got %q, %v, want true", c.got, err)
+	}
+	if n, ok := w.Progress(); n != 41 || !ok {
+		t.Errorf("an idle worker's progress: got %d, %v, want 41", n, ok)
+	}
+	c = &call{kind: 'N', body: "42"}
+	var f *Failure
+	if err := w.Call(context.Background(), c, opts); !errors.As(err, &f) || f.Reason != Memory {
+		t.Fatalf("a worker that dies of its memory: got %v, want a memory failure", err)
+	}
+	if n, ok := w.Progress(); n != 42 || !ok {
+		t.Errorf("a dead worker's progress: got %d, %v, want 42", n, ok)
+	}
+}
+
+// TestPoolProgressWatch checks that a step of a worker's progress counts as an answer: a
+// worker that makes steps more often than each answer is allowed lives on, one that stops is
+// killed.
+func TestPoolProgressWatch(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("progress is counted in memory files, which are Linux's")
+	}
+	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol})
+	defer p.Close()
+	w, err := p.Get(128<<20, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := CallOptions{First: 400 * time.Millisecond}
+	c := &call{kind: 'w', body: "12,100"} // 1.2 s of steps, three times what an answer is allowed
+	if err := w.Call(context.Background(), c, opts); err != nil || c.got != c.body {
+		t.Fatalf("a worker that makes steps: got %q, %v, want an answer", c.got, err)
+	}
+	start := time.Now()
+	c = &call{kind: 'w', body: "-1,100"}
+	err = w.Call(context.Background(), c, opts)
+	var f *Failure
+	if !errors.As(err, &f) || f.Reason != Timeout {
+		t.Fatalf("a worker that stops: got %v, want a time out", err)
+	}
+	// Killed between 400 and 500 ms after its step: it took 100 ms to make it.
+	if d := time.Since(start); d < 500*time.Millisecond {
+		t.Errorf("the worker was killed %v after the call began, want 500 ms at least", d)
+	}
+	p.Put(w)
 }
 
 func TestPool(t *testing.T) {

@@ -39,7 +39,7 @@ func startChild(cmd *exec.Cmd, role string, limit int64, onExit func(*exit)) (*c
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, envRole+"="+role, envMemory+"="+strconv.FormatInt(limit, 10))
-	cmd.ExtraFiles = []*os.File{crashW} // descriptor 3, crashFD
+	cmd.ExtraFiles = append([]*os.File{crashW}, cmd.ExtraFiles...) // descriptor 3, crashFD, then the caller's
 	c := &child{cmd: cmd, limit: limit, crash: &tail{max: maxCrashReport}, stderr: &tail{max: 8 << 10},
 		exited: make(chan struct{}), onExit: onExit}
 	if cmd.Stderr == nil {

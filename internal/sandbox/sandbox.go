@@ -107,6 +107,7 @@ func Enter() error {
 	if role == "worker" {
 		joinMemoryCgroup(limit) // best effort
 		ballast = make([]byte, extra)
+		enterProgress()
 	}
 	return nil
 }

@@ -1,0 +1,34 @@
+package sandbox
+
+import (
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// newProgress returns a worker's progress file: a memory file of one page, which the worker
+// maps and the parent reads. It returns nil if the system refuses one.
+func newProgress() *os.File {
+	fd, err := unix.MemfdCreate("starpod-progress", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), "progress")
+	if err := f.Truncate(int64(os.Getpagesize())); err != nil {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+// mapProgress maps the progress file f shared with the parent, and returns its word, or nil.
+// The mapping lives as long as the process.
+func mapProgress(f *os.File) *uint64 {
+	defer f.Close()
+	mem, err := unix.Mmap(int(f.Fd()), 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil
+	}
+	return (*uint64)(unsafe.Pointer(&mem[0])) // a page is aligned for a uint64
+}
