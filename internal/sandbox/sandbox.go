@@ -12,7 +12,10 @@
 // [Worker] (one that has limited its memory and said hello), [Worker.Call] sends one request
 // and reads its answers in frames (see [FrameReader]), with a time limit for the first
 // answer and for each after it, and [Pool.Put] gives it back. A worker program serves with
-// [Serve]. To run one child to its end, as starpod test runs each test file, use [Command].
+// [Serve]; it may count its steps with [SetProgress] in memory its parent reads
+// ([Worker.Progress]): a step counts as an answer against the time limit, and tells the
+// parent how far a worker that died got, so that the worker need not write out each answer
+// at once. To run one child to its end, as starpod test runs each test file, use [Command].
 //
 // What it does not do: on systems without setrlimit (non-Unix) [Enter] fails; CPU is bounded
 // only through the callers' time limits. Under the race detector, memory limits are scaled
