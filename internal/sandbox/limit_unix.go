@@ -36,20 +36,30 @@ func setRlimits(limit int64) error {
 	if start <= 0 {
 		start = startData
 	}
-	data := uint64(start + grow)
-	if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: data, Max: data}); err != nil {
+	if err := setRlimit(syscall.RLIMIT_DATA, start+grow); err != nil {
 		return fmt.Errorf("setrlimit RLIMIT_DATA: %v", err)
 	}
 	// The Go runtime reserves about a gigabyte of address space at start that it never
 	// touches; the address-space limit only stops growth beyond that.
-	if vsize := virtualSize(); vsize > 0 {
-		as := uint64(vsize + grow)
-		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
+	if vsize := virtualSize(); vsize > 0 && rlimitAS >= 0 {
+		if err := setRlimit(rlimitAS, vsize+grow); err != nil {
 			return fmt.Errorf("setrlimit RLIMIT_AS: %v", err)
 		}
 	}
 	return nil
 }
+
+// setRlimit sets both limits of resource to n bytes.
+func setRlimit(resource int, n int64) error {
+	var r syscall.Rlimit
+	r.Cur = rlimitValue(r.Cur, n)
+	r.Max = r.Cur
+	return syscall.Setrlimit(resource, &r)
+}
+
+// rlimitValue returns n as a limit of the type of a system's syscall.Rlimit, unsigned on
+// most, signed on some BSDs.
+func rlimitValue[T ~int64 | ~uint64](_ T, n int64) T { return T(n) }
 
 // virtualSize returns the current address space size of the process in bytes, or 0.
 func virtualSize() int64 {
