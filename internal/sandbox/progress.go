@@ -26,8 +26,8 @@ var progressWord *uint64
 func HasProgress() bool { return progressWord != nil }
 
 // SetProgress publishes n, the worker's count of what it has done, to its parent, which reads
-// it with [Worker.Progress] once the worker has died or finished a request. It costs a store
-// to memory; it does nothing where HasProgress is false.
+// it with [Worker.Progress]. It costs a store to memory; it does nothing where HasProgress is
+// false.
 func SetProgress(n uint64) {
 	if progressWord != nil {
 		atomic.StoreUint64(progressWord, n)
@@ -35,7 +35,8 @@ func SetProgress(n uint64) {
 }
 
 // Progress returns the last count the worker published with [SetProgress], and whether it
-// publishes one. Read it when the worker is idle or dead: while it works, the count moves.
+// publishes one. While the worker works, the count moves: [Worker.Call] counts a change as an
+// answer. Once the worker is idle or dead, it says how far the worker got.
 func (w *Worker) Progress() (uint64, bool) {
 	if w.progress == nil {
 		return 0, false
