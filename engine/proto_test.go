@@ -167,6 +167,7 @@ func TestServeRefuses(t *testing.T) {
 		{"unknown request", slices.Concat(hello, frames(byte('Z'), "")), `got a frame of kind 'Z', want a request`},
 		{"bad script", slices.Concat(hello, frames(byte(frameDefine), "{")), `decoding a script: `},
 		{"unknown script", slices.Concat(hello, frames(byte(frameApply), "\x00k")), `apply of unknown script k`},
+		{"apply without flags", slices.Concat(hello, frames(byte(frameApply), "")), `an apply request without its flags`},
 		{"cut request", slices.Concat(hello, []byte{0, 0}), `unexpected EOF`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
