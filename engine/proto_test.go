@@ -464,3 +464,48 @@ func TestServeApplyFirst(t *testing.T) {
 		}
 	}
 }
+
+// countingWriter counts the writes to it.
+type countingWriter struct{ writes int }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	return len(p), nil
+}
+
+// TestServeApplyWrites checks when a worker writes its answers out: the first at once and the
+// others together, where its parent reads its progress count; each at once where it does not,
+// or where the request asks it to (applyCareful, as a request that tries pods again after a
+// death does).
+func TestServeApplyWrites(t *testing.T) {
+	script := `{"Key":"k","Name":"o.star","Src":"ZGVmIG92ZXJsYXkocG9kKTogcGFzcwo="}` // def overlay(pod): pass
+	var e podEncoder
+	if err := e.encode(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}); err != nil {
+		t.Fatal(err)
+	}
+	pod := string(append(appendPodHeader(nil, nil, "Pod", "v1"), e.proto...))
+	for _, test := range []struct {
+		counted bool
+		flags   string
+		want    int // writes: the define's done, the answers, the apply's done
+	}{
+		{true, "\x00", 1 + 1 + 1},
+		{true, "\x01", 1 + 5 + 1},
+		{false, "\x00", 1 + 5 + 1},
+	} {
+		in := frames(byte(frameDefine), script, byte(frameApply), test.flags+"k")
+		for range 5 {
+			in = append(in, frames(byte(framePod), pod)...)
+		}
+		in = append(in, frames(byte(frameEnd), "")...)
+		var w countingWriter
+		s := newServer(sandbox.NewFrameReader(bytes.NewReader(in)), bufio.NewWriterSize(&w, 64<<10))
+		s.counted = test.counted
+		if err := s.serve(); err != nil {
+			t.Fatal(err)
+		}
+		if w.writes != test.want || s.answered != 5 {
+			t.Errorf("counted %v, flags %q: %d writes and %d pods counted, want %d writes and 5 pods", test.counted, test.flags, w.writes, s.answered, test.want)
+		}
+	}
+}

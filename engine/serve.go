@@ -63,7 +63,7 @@ func serveRequests(in *sandbox.FrameReader, out *bufio.Writer) error {
 
 // newServer returns a worker that reads requests from in and answers on out.
 func newServer(in *sandbox.FrameReader, out *bufio.Writer) *server {
-	return &server{in: in, out: out, scripts: sandbox.NewCache[*Overlay](maxWorkerScripts)}
+	return &server{in: in, out: out, scripts: sandbox.NewCache[*Overlay](maxWorkerScripts), counted: sandbox.HasProgress()}
 }
 
 // serve answers requests, one at a time, until s.in ends.
@@ -116,6 +116,7 @@ type server struct {
 	answerMax int    // the largest frame the parent reads, for the script at hand
 	served    int    // the requests answered
 	answered  uint64 // the pods answered, the progress count (see apply)
+	counted   bool   // whether the parent reads the progress count
 
 	// During a task, mu guards out and printErr, which its notes share with print(), and
 	// the task's latest note and its number.
@@ -238,7 +239,7 @@ func (s *server) apply(body []byte, first bool) error {
 	if len(body) == 0 {
 		return errors.New("an apply request without its flags")
 	}
-	each := body[0]&applyCareful != 0 || !sandbox.HasProgress()
+	each := body[0]&applyCareful != 0 || !s.counted
 	key := string(body[1:])
 	o, ok := s.scripts.Get(key)
 	if !ok {
