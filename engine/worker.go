@@ -124,6 +124,12 @@ type WorkerPoolOptions struct {
 	// Size bounds the number of worker processes alive at once. Zero means
 	// runtime.GOMAXPROCS(0).
 	Size int
+
+	// OnDemand has the pool start one worker at Prestart, and another only once applies
+	// have waited for busy workers, in all, as long as the last worker took to start: for a
+	// command whose work may be done before a second worker would be ready. Without it
+	// the pool starts up to Size workers at once, as a server that stays up wants.
+	OnDemand bool
 }
 
 // A WorkerPool starts, reuses and replaces the worker processes of overlays compiled with
@@ -140,16 +146,16 @@ func NewWorkerPool(opts *WorkerPoolOptions) *WorkerPool {
 		opts = &WorkerPoolOptions{}
 	}
 	return &WorkerPool{p: sandbox.NewPool(&sandbox.PoolOptions{Path: opts.Path, Args: opts.Args, Size: opts.Size,
-		Protocol: protocolVersion, Name: "overlay worker", Keys: maxWorkerScripts})}
+		OnDemand: opts.OnDemand, Protocol: protocolVersion, Name: "overlay worker", Keys: maxWorkerScripts})}
 }
 
 // defaultPool is the pool of overlays whose Options.Workers is nil.
 var defaultPool = sync.OnceValue(func() *WorkerPool { return NewWorkerPool(nil) })
 
-// Prestart starts, in the background, as many workers as p has room for, with the memory
-// limit of overlays compiled with opts (nil means the zero Options), so that the first
-// applies find them ready instead of each waiting for a process to start. It does not wait
-// for them. A worker that fails to start is not reported: an apply that finds no idle worker
+// Prestart starts, in the background, as many workers as p has room for (with OnDemand,
+// one, if none of the limit is alive), with the memory limit of overlays compiled with opts
+// (nil means the zero Options), so that the first applies find them ready instead of each
+// waiting for a process to start. It does not wait for them. A worker that fails to start is not reported: an apply that finds no idle worker
 // starts one itself, and reports why that fails.
 func (p *WorkerPool) Prestart(opts *Options) {
 	if opts == nil {

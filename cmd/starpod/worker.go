@@ -27,11 +27,13 @@ func newWorkerCmd(a *app) *cobra.Command {
 }
 
 // workerPool is the pool of worker processes of every overlay the command runs: this
-// binary, re-executed with its hidden worker subcommand.
+// binary, re-executed with its hidden worker subcommand. It starts a second worker only once
+// the first has kept applies waiting as long as a start takes: a command is often done
+// before another worker would have paid for its start.
 var workerPool = sync.OnceValue(func() *engine.WorkerPool {
 	exe, err := os.Executable()
 	if err != nil {
 		exe = os.Args[0]
 	}
-	return engine.NewWorkerPool(&engine.WorkerPoolOptions{Path: exe, Args: []string{"worker"}})
+	return engine.NewWorkerPool(&engine.WorkerPoolOptions{Path: exe, Args: []string{"worker"}, OnDemand: true})
 })
