@@ -164,6 +164,15 @@ func (p *WorkerPool) Prestart(opts *Options) {
 	p.p.Prestart(opts.maxMemory())
 }
 
+// Fill starts, in the background, as many workers as p has room for, as Prestart does
+// without OnDemand: for work known to keep them all busy for long.
+func (p *WorkerPool) Fill(opts *Options) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	p.p.Fill(opts.maxMemory())
+}
+
 // Close stops the idle workers of p and every busy one when its apply ends. Applies after
 // Close fail.
 func (p *WorkerPool) Close() error { return p.p.Close() }

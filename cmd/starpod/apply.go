@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 
@@ -168,6 +169,13 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	// Plain applies of overlays in workers send whole batches of documents to the workers.
 	p.inWorkers = f.isolate != "none" && !f.diff && !f.explain
 	p.ruleFlags, p.timeout = f.podTmpl, f.timeout
+	if p.inWorkers && inputSize(files) >= fillBytes {
+		// An input this large keeps every worker busy for long: start them all now rather
+		// than once the first has kept batches waiting (see engine.WorkerPoolOptions.OnDemand).
+		if opts, err := f.options(a, f.scripts[0]); err == nil {
+			opts.Workers.Fill(opts)
+		}
+	}
 	if p.inWorkers {
 		// Collecting at a quarter of Go's usual frequency takes about 8% off the wall time
 		// and 6% off the CPU time of an apply of 10,000 pods, for less than 1 MiB more
@@ -186,4 +194,19 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 		fmt.Fprintln(a.stderr, "starpod apply: warning: the input held no pod and no pod template; nothing was applied (see --pod-template for other kinds)")
 	}
 	return out.copyTo(a.stdout)
+}
+
+// fillBytes is the size of the input from which apply starts every worker at once: 10,000
+// pods of 2.5 KB took a tenth longer with workers started on demand, 1,000 took as long.
+const fillBytes = 8 << 20
+
+// inputSize returns the size of the regular files among files, which apply reads.
+func inputSize(files []string) int64 {
+	var n int64
+	for _, file := range files {
+		if fi, err := os.Stat(file); err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+	}
+	return n
 }

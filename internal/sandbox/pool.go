@@ -96,13 +96,21 @@ func NewPool(opts *PoolOptions) *Pool {
 // of a millisecond each: a goroutine would start them later, since the caller goes on working
 // on its processor. It does not wait for them to be ready. A worker that fails to start is not
 // reported: a Get that finds no idle worker starts one itself, and reports why that fails.
-func (p *Pool) Prestart(limit int64) {
+func (p *Pool) Prestart(limit int64) { p.prestart(limit, !p.opts.OnDemand) }
+
+// Fill starts as many workers of the memory limit as p has room for, as Prestart does without
+// OnDemand: for work known to keep them all busy for long.
+func (p *Pool) Fill(limit int64) { p.prestart(limit, true) }
+
+// prestart starts workers of the memory limit in the background: all p has room for, or one
+// if none of the limit is alive.
+func (p *Pool) prestart(limit int64, all bool) {
 	if limit < MinMemory {
 		return
 	}
 	p.mu.Lock()
 	n := p.opts.Size - p.alive
-	if p.opts.OnDemand {
+	if !all {
 		n = min(n, 1-p.limits[limit])
 	}
 	if p.closed {

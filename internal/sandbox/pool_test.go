@@ -490,3 +490,21 @@ func TestPoolOnDemandLimits(t *testing.T) {
 		t.Fatalf("stats %+v, want two workers idle", s)
 	}
 }
+
+// TestPoolFill checks that Fill starts as many workers as the pool has room for, even when
+// it grows on demand.
+func TestPoolFill(t *testing.T) {
+	p := NewPool(&PoolOptions{Size: 2, OnDemand: true, Protocol: testProtocol, Name: "echo worker"})
+	defer p.Close()
+	const limit = 128 << 20
+	p.Prestart(limit)
+	p.Fill(limit)
+	p.Fill(limit) // full
+	deadline := time.Now().Add(time.Minute)
+	for p.Stats().Idle < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := p.Stats(); s.Started != 2 || s.Idle != 2 {
+		t.Fatalf("stats %+v, want two workers idle", s)
+	}
+}
