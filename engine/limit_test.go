@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -121,7 +122,9 @@ func limitChild(mode string) int {
 		fmt.Println("limited")
 	}
 	applyOverlay := func(src string) int {
-		o, err := engine.Compile(context.Background(), "overlay.star", []byte(src), nil)
+		// No time limit that a bomb could reach first: where page faults are slow, or under
+		// the race detector, filling the memory limit takes seconds.
+		o, err := engine.Compile(context.Background(), "overlay.star", []byte(src), &engine.Options{Timeout: time.Hour})
 		if err == nil {
 			var got *corev1.Pod
 			got, err = o.Apply(context.Background(), testPod(), nil)
