@@ -126,9 +126,10 @@ type WorkerPoolOptions struct {
 	Size int
 
 	// OnDemand has the pool start one worker at Prestart, and another only once applies
-	// have waited for busy workers, in all, as long as the last worker took to start: for a
-	// command whose work may be done before a second worker would be ready. Without it
-	// the pool starts up to Size workers at once, as a server that stays up wants.
+	// have waited for busy workers, in all, four times as long as the last worker took to
+	// start (the rule of internal/sandbox's demand.go): for a command whose work may be
+	// done before a second worker would pay for its start. Without it the pool starts up
+	// to Size workers at once, as a server that stays up wants.
 	OnDemand bool
 }
 

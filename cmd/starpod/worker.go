@@ -28,8 +28,8 @@ func newWorkerCmd(a *app) *cobra.Command {
 
 // workerPool is the pool of worker processes of every overlay the command runs: this
 // binary, re-executed with its hidden worker subcommand. It starts a second worker only once
-// the first has kept applies waiting as long as a start takes: a command is often done
-// before another worker would have paid for its start.
+// the first has kept applies waiting four times as long as a start took: a command is often
+// done before another worker would have paid for its start.
 var workerPool = sync.OnceValue(func() *engine.WorkerPool {
 	exe, err := os.Executable()
 	if err != nil {

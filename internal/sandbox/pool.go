@@ -40,10 +40,10 @@ type PoolOptions struct {
 	StartTimeout time.Duration
 
 	// OnDemand has the pool start a worker beyond the first of a memory limit only once
-	// requests have waited for busy workers, in all, as long as the last worker took to
-	// start, and Prestart start one: where a process is slow to start, or the work is
-	// done soon, another worker would cost more than it saves (see demand.go). Without it
-	// the pool starts workers up to Size as soon as requests find none idle.
+	// requests have waited for busy workers, in all, four times as long as the last worker
+	// took to start, and Prestart start one: where a process is slow to start, or the work
+	// is done soon, another worker would cost more than it saves (see demand.go). Without
+	// it the pool starts workers up to Size as soon as requests find none idle.
 	OnDemand bool
 }
 
@@ -250,8 +250,8 @@ func (p *Pool) Get(limit int64, key string, fresh bool) (*Worker, error) {
 				continue
 			}
 		} else if p.demand.due() {
-			// Requests waited as long as a start takes: start another worker, and
-			// take whichever is idle first.
+			// Requests waited as long as waitPerStart starts: start another worker,
+			// and take whichever is idle first.
 			p.reserve(limit)
 			go p.grow(limit)
 			continue
