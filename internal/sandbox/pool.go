@@ -293,10 +293,11 @@ func (p *Pool) ready(limit int64, since time.Time, err error) {
 	p.demand.starting--
 	if err != nil {
 		p.retire(limit)
-		p.cond.Broadcast()
 	} else {
 		p.demand.cost = time.Since(since)
 	}
+	// Gets that waited while it started have no timer (see await): they look again.
+	p.cond.Broadcast()
 	p.mu.Unlock()
 }
 

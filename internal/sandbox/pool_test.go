@@ -508,3 +508,37 @@ func TestPoolFill(t *testing.T) {
 		t.Fatalf("stats %+v, want two workers idle", s)
 	}
 }
+
+// TestPoolOnDemandStarting checks that Gets that began to wait while the first worker started
+// count their waits from its start on, and start another worker with no other event.
+func TestPoolOnDemandStarting(t *testing.T) {
+	p := NewPool(&PoolOptions{Size: 2, OnDemand: true, Protocol: testProtocol, Name: "echo worker"})
+	defer p.Close()
+	const limit = 128 << 20
+	p.Prestart(limit)
+	got := make(chan *Worker, 2)
+	for range 2 {
+		go func() {
+			w, err := p.Get(limit, "", false)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- w
+		}()
+	}
+	var ws []*Worker
+	for range 2 {
+		select {
+		case w := <-got:
+			ws = append(ws, w)
+		case <-time.After(time.Minute):
+			t.Fatal("a Get that waited while the first worker started never got a worker")
+		}
+	}
+	if ws[0] == nil || ws[1] == nil || ws[0] == ws[1] {
+		t.Fatalf("got workers %p and %p, want two", ws[0], ws[1])
+	}
+	for _, w := range ws {
+		p.Put(w)
+	}
+}
