@@ -46,12 +46,9 @@ const (
 	// Margins of the bounds the test asserts, wide enough that a busy machine does not fail
 	// it. Beyond its start size, the data limit of a worker leaves room for thread stacks (see
 	// threadAllowance in internal/sandbox/limit_unix.go), and its resident memory counts program text. The
-	// time margin covers killing a worker that does not answer, and starting its successor. It
-	// was 3s until a virtual machine whose page faults cost 11 µs took 6 to 8 s, in about one run
-	// of three, to end deep_nesting_str.star (a worker killed in one long step of str()), where
-	// other runs take 4.2 s, with the code of this round and of the round before alike.
+	// time margin covers killing a worker that does not answer, and starting its successor.
 	hostileMemoryMargin = 32 << 20
-	hostileTimeMargin   = 5 * time.Second
+	hostileTimeMargin   = 3 * time.Second
 	// What the starpod command may have resident beyond a worker's limit and the margin: the
 	// larger of its own start size and a worker's.
 	hostileCommandStart = 48 << 20

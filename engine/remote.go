@@ -194,7 +194,7 @@ func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline tim
 	if _, ok := w.Keys.Get(key); !ok {
 		a.began = time.Now()
 		x := &defineExchange{r: r}
-		if err := w.Call(ctx, x, sandbox.CallOptions{First: first}); err != nil {
+		if err := w.Call(ctx, x, sandbox.CallOptions{First: first, Aside: framePrint}); err != nil {
 			// Compiling is the same for every pod.
 			a.err, _ = r.failure(ctx, err)
 			a.crowded = isMemory(err) && others()
@@ -214,7 +214,7 @@ func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline tim
 	st.results.forget() // its caller may have changed it
 	base, counted := w.Progress()
 	x := &applyExchange{r: r, st: st, b: b, a: &a, skip: skip}
-	err = w.Call(ctx, x, sandbox.CallOptions{First: first, Each: workerGrace + timeout, Async: len(b.todo) > 1})
+	err = w.Call(ctx, x, sandbox.CallOptions{First: first, Each: workerGrace + timeout, Async: len(b.todo) > 1, Aside: framePrint})
 	a.finished = a.answered
 	if err != nil {
 		if n, ok := w.Progress(); counted && ok && n >= base {

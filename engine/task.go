@@ -22,10 +22,13 @@ import (
 // [Chain.RunTask], the chain of the overlays named there, compiled in the worker and applied
 // in it (in process, with every limit but memory, which is the worker's), and the ctx passed
 // there. It returns the answer, or an error whose text reaches the caller. It calls note to
-// say what it is doing: if the worker stops answering, the caller learns the last note
-// (see [TaskFailure]). Notes cost no system call: the worker sends the latest note every
-// tenth of a second, if it changed, and each note the caller gets starts the time allowed
-// (TaskOptions.Timeout) again, so a task that notes its progress may take longer.
+// say what it is doing: if the worker stops answering or dies, the caller learns the last
+// note (see [TaskFailure]). A note that is not empty says the chain is at work on what it
+// names; an empty one, that the task does work of its own. Notes cost no system call: the
+// worker counts each one in its progress (which its parent reads even after the worker
+// died) and sends the latest every tenth of a second, if it changed; each note starts the
+// time allowed (TaskOptions.Timeout) again, so a task that notes its progress may take
+// longer.
 type TaskFunc func(ctx context.Context, chain Chain, env *Env, req []byte, note func([]byte) error) ([]byte, error)
 
 var tasks sync.Map // name -> TaskFunc
@@ -96,7 +99,7 @@ func (c Chain) RunTask(ctx context.Context, name string, env *Env, req []byte, o
 		}
 		w.SetMaxFrame(answerFrameLimit(r.script.MaxResultBytes))
 		x := &defineExchange{r: r}
-		if err := w.Call(ctx, x, sandbox.CallOptions{First: workerGrace + r.o.opts.timeout()}); err != nil {
+		if err := w.Call(ctx, x, sandbox.CallOptions{First: workerGrace + r.o.opts.timeout(), Aside: framePrint}); err != nil {
 			return nil, err
 		}
 		if x.err != nil {
@@ -112,12 +115,18 @@ func (c Chain) RunTask(ctx context.Context, name string, env *Env, req []byte, o
 	}
 	x := &taskExchange{req: &wireTask{Name: name, Keys: keys, Env: envData, Req: req, MaxAnswer: maxAnswer},
 		prints: heldPrints{sink: first.printer()}}
-	if err := w.Call(ctx, x, sandbox.CallOptions{First: opts.Timeout}); err != nil {
+	base, counted := w.Progress()
+	if err := w.Call(ctx, x, sandbox.CallOptions{First: opts.Timeout, Aside: framePrint}); err != nil {
 		tf := &TaskFailure{Note: x.note, Cause: err, prints: x.prints}
+		// The note is the task's last if the worker's progress counted no note after it.
+		step, ok := w.Progress()
+		last := counted && ok && (x.noted && step == x.noteStep || !x.noted && step == base)
 		var f *sandbox.Failure
-		// The overlay's limit, as an apply of it reports it: the only overlay, which alone
-		// took the worker's memory.
-		if errors.As(err, &f) && f.Reason == sandbox.Timeout && len(rs) == 1 {
+		// The overlay's limit, as an apply of it reports it: the time of the only overlay,
+		// or its memory when the worker died while the overlay was at work, and held no
+		// other script whose memory counts too.
+		if errors.As(err, &f) && len(rs) == 1 &&
+			(f.Reason == sandbox.Timeout || f.Reason == sandbox.Memory && last && len(x.note) > 0 && w.Keys.Len() == 1) {
 			tf.Err, _ = first.failure(ctx, err)
 		}
 		return nil, tf
@@ -134,9 +143,11 @@ type TaskFailure struct {
 	Note  []byte // the task's last note before the failure
 	Cause error  // the worker's failure
 	// Err is the *Error, wrapping a *LimitError, of the chain's overlay when the chain is
-	// one overlay and the worker was killed for passing its time limit: then the note says
-	// what the task was doing, if it noted that just before (see TaskFunc). Else nil: a
-	// worker that dies of its memory limit may die before its last note reaches the caller.
+	// one overlay and the worker was killed for passing its time limit (then the note says
+	// what the task was doing, if it noted that just before), or died of its memory limit
+	// while the overlay was at work on what the task's last note names (see TaskFunc).
+	// Else nil: the memory may be the task's own, or the last note may not have reached
+	// the caller before the worker died.
 	Err *Error
 
 	prints heldPrints
@@ -196,11 +207,13 @@ type wireTask struct {
 
 // A taskExchange is a task request and its answer.
 type taskExchange struct {
-	req    *wireTask
-	prints heldPrints
-	note   []byte
-	answer []byte
-	err    error
+	req      *wireTask
+	prints   heldPrints
+	note     []byte // the last note the worker sent
+	noteStep uint64 // the worker's progress count at that note
+	noted    bool   // whether it sent one
+	answer   []byte
+	err      error
 }
 
 func (x *taskExchange) Send(in *bufio.Writer) error {
@@ -241,7 +254,12 @@ func (x *taskExchange) Answer(kind byte, body []byte) (bool, error) {
 	case framePrint:
 		return false, answerPrint(body, x.prints.add)
 	case frameNote:
-		x.note = append(x.note[:0], body...)
+		d := &wire.Decoder{B: body}
+		x.noteStep, x.noted = d.Uvarint(), true
+		if d.Err != nil {
+			return false, fmt.Errorf("malformed note: %v", d.Err)
+		}
+		x.note = append(x.note[:0], d.B...)
 		return false, nil
 	case frameAnswer:
 		x.answer = append([]byte(nil), body...)
@@ -311,20 +329,24 @@ func (s *server) note(b []byte) error {
 		return fmt.Errorf("a note of %d bytes, over the limit of %d", len(b), maxErrorText)
 	}
 	s.noteText = append(s.noteText[:0], b...)
-	s.noteSeq++
+	s.steps++
+	s.noteStep = s.steps
+	sandbox.SetProgress(s.steps)
 	return s.printErr
 }
 
 // startNotes sends a task's latest note every noteInterval, if it changed, until the
 // returned function is called.
 func (s *server) startNotes() (stop func()) {
-	s.noteSeq, s.noteText = 0, s.noteText[:0]
+	s.mu.Lock()
+	s.noteText = s.noteText[:0]
+	sent := s.noteStep
+	s.mu.Unlock()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		t := time.NewTicker(noteInterval)
 		defer t.Stop()
-		sent := uint64(0)
 		for {
 			select {
 			case <-done:
@@ -332,9 +354,9 @@ func (s *server) startNotes() (stop func()) {
 			case <-t.C:
 			}
 			s.mu.Lock()
-			if s.noteSeq != sent && s.printErr == nil {
-				sent = s.noteSeq
-				s.printErr = sandbox.WriteFrame(s.out, frameNote, s.noteText)
+			if s.noteStep != sent && s.printErr == nil {
+				sent = s.noteStep
+				s.printErr = sandbox.WriteFrame(s.out, frameNote, binary.AppendUvarint(nil, s.noteStep), s.noteText)
 				if s.printErr == nil {
 					s.printErr = s.out.Flush()
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -95,7 +96,31 @@ func init() {
 		bomb()
 		return nil, nil
 	})
+	// test.notebomb notes the request, as a task does before the chain applies to a pod,
+	// and takes memory until the worker dies, as an overlay may.
+	engine.RegisterTask("test.notebomb", func(ctx context.Context, chain engine.Chain, env *engine.Env, req []byte, note func([]byte) error) ([]byte, error) {
+		if err := note(req); err != nil {
+			return nil, err
+		}
+		bomb()
+		return nil, nil
+	})
+	// test.latebomb notes "first", waits until the note has been sent, notes "second" and
+	// dies at once of its memory limit, before that note can be sent.
+	engine.RegisterTask("test.latebomb", func(ctx context.Context, chain engine.Chain, env *engine.Env, req []byte, note func([]byte) error) ([]byte, error) {
+		if err := note([]byte("first")); err != nil {
+			return nil, err
+		}
+		time.Sleep(500 * time.Millisecond)
+		if err := note([]byte("second")); err != nil {
+			return nil, err
+		}
+		sinkBytes = make([]byte, 1<<40) // more than any limit, or the machine, allows
+		return nil, nil
+	})
 }
+
+var sinkBytes []byte
 
 // bomb takes memory until the worker dies.
 func bomb() {
@@ -204,19 +229,58 @@ func TestRunTaskHangs(t *testing.T) {
 	}
 }
 
-// TestRunTaskMemory checks that a task that takes the worker's memory fails with a
-// *TaskFailure that blames no overlay: the note may be stale.
+// TestRunTaskMemory checks the *TaskFailure of a task whose worker dies of its memory limit:
+// it blames the overlay only when the task's last note reached the caller and says the chain
+// was at work.
 func TestRunTaskMemory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a worker's progress is counted in memory files, which are Linux's")
+	}
 	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
 	defer pool.Close()
 	chain, _ := compileTaskChain(t, pool)
-	_, err := chain.RunTask(context.Background(), "test.bomb", nil, nil, engine.TaskOptions{Timeout: time.Minute})
-	var f *engine.TaskFailure
-	if !errors.As(err, &f) {
-		t.Fatalf("got %v, want a *TaskFailure", err)
+	run := func(task, req string) *engine.TaskFailure {
+		t.Helper()
+		_, err := chain.RunTask(context.Background(), task, nil, []byte(req), engine.TaskOptions{Timeout: time.Minute})
+		var f *engine.TaskFailure
+		if !errors.As(err, &f) {
+			t.Fatalf("%s: got %v, want a *TaskFailure", task, err)
+		}
+		return f
 	}
-	if f.Err != nil {
-		t.Errorf("Err = %v, want nil", f.Err)
+	blamed := func(f *engine.TaskFailure) bool {
+		var lim *engine.LimitError
+		return f.Err != nil && errors.As(f.Err, &lim) && lim.Limit == engine.LimitMemory && f.Err.Overlay == "label.star"
+	}
+	// No note: the task's own memory.
+	if f := run("test.bomb", ""); len(f.Note) > 0 || f.Err != nil {
+		t.Errorf("test.bomb: note %q, Err %v, want neither", f.Note, f.Err)
+	}
+	// The overlay at work on pod 7.
+	if f := run("test.notebomb", "pod 7"); string(f.Note) != "pod 7" || !blamed(f) {
+		t.Errorf("test.notebomb: note %q, Err %v, want pod 7 and the memory limit of label.star", f.Note, f.Err)
+	}
+	// A later note than the one the caller got died with the worker: the memory is not
+	// blamed on what the note names. The worker sends its latest note every tenth of a
+	// second, also while it dies, so the later note may reach the caller: then it is blamed.
+	stale := false
+	for i := 0; i < 10 && !stale; i++ {
+		switch f := run("test.latebomb", ""); string(f.Note) {
+		case "first":
+			stale = true
+			if f.Err != nil {
+				t.Errorf("test.latebomb: Err = %v after the note %q, which was not the last, want nil", f.Err, f.Note)
+			}
+		case "second":
+			if !blamed(f) {
+				t.Errorf("test.latebomb: Err = %v after the last note, want the memory limit of label.star", f.Err)
+			}
+		default:
+			t.Fatalf("test.latebomb: note %q, want first or second", f.Note)
+		}
+	}
+	if !stale {
+		t.Error("test.latebomb: the worker sent its last note before it died in each of 10 runs")
 	}
 }
 

@@ -49,9 +49,11 @@ func (p *pipeline) applyInWorker(ctx context.Context, b *batch) bool {
 		b.err, b.docs = ctx.Err(), nil
 		return true
 	case errors.As(err, &failure) && failure.Err != nil && len(failure.Note) > 0:
-		// The worker died of the overlay's limit while it applied the overlay to the pod
-		// the note names: that is the error of the batch, whose documents before it
-		// succeeded, and whose output no one will see; what they printed shows.
+		// The worker died of the overlay's limit (its time, or its memory while the overlay
+		// was at work) while it applied the overlay to the pod the note names: that is the
+		// error of the batch, whose documents before it succeeded, and whose output no one
+		// will see; what they printed shows. Doing the batch again here would take the
+		// limit a second time.
 		failure.Print()
 		b.err, b.docs = overlayError(string(failure.Note), failure.Err), nil
 		return true

@@ -48,7 +48,9 @@ var (
 // echo answers each request frame: 'e' with its body, 'b' by allocating without end, 'a' by
 // allocating and keeping as many MiB as its body says, 's' by sleeping, 'p' by panicking, 'g'
 // with its GOMAXPROCS, 'n' by setting its progress to its body (and 'N' by then dying of
-// its memory limit), 'w' by steps of its progress before it answers.
+// its memory limit), 'w' by steps of its progress before it answers, 'x' by frames aside
+// from its answers before it hangs, 'y' by a step and an answer 'm' that is not the last
+// before it hangs.
 func echo(in *FrameReader, out *bufio.Writer) error {
 	for {
 		kind, body, err := in.Next()
@@ -104,6 +106,27 @@ func echo(in *FrameReader, out *bufio.Writer) error {
 				time.Sleep(time.Hour)
 			}
 			WriteFrame(out, 'd', body)
+		case 'x':
+			// "N,MS": a frame 'x' every MS milliseconds, N times, then a hang.
+			frames, ms, _ := strings.Cut(string(body), ",")
+			n, _ := strconv.Atoi(frames)
+			d, _ := strconv.Atoi(ms)
+			for range n {
+				WriteFrame(out, 'x', nil)
+				if err := out.Flush(); err != nil {
+					return err
+				}
+				time.Sleep(time.Duration(d) * time.Millisecond)
+			}
+			time.Sleep(time.Hour)
+		case 'y':
+			n, _ := strconv.ParseUint(string(body), 10, 64)
+			SetProgress(n)
+			WriteFrame(out, 'm', nil)
+			if err := out.Flush(); err != nil {
+				return err
+			}
+			time.Sleep(time.Hour)
 		}
 		if err := out.Flush(); err != nil {
 			return err
@@ -122,9 +145,11 @@ func allocate(n int) {
 
 // call is an Exchange of one frame and one answer.
 type call struct {
-	kind byte
-	body string
-	got  string
+	kind  byte
+	body  string
+	got   string
+	aside int // the frames aside from the answer
+	more  int // the answers 'm' before the last
 }
 
 func (c *call) Send(w *bufio.Writer) error {
@@ -135,6 +160,14 @@ func (c *call) Send(w *bufio.Writer) error {
 }
 
 func (c *call) Answer(kind byte, body []byte) (bool, error) {
+	switch kind {
+	case 'x':
+		c.aside++
+		return false, nil
+	case 'm':
+		c.more++
+		return false, nil
+	}
 	if kind != 'd' {
 		return false, fmt.Errorf("got a frame of kind %q, want d", kind)
 	}
@@ -226,6 +259,71 @@ func TestPoolProgressWatch(t *testing.T) {
 		t.Errorf("the worker was killed %v after the call began, want 500 ms at least", d)
 	}
 	p.Put(w)
+}
+
+// TestPoolAside checks that frames aside from the answers reach the exchange but do not count
+// as answers: a worker that sends them all along and never answers is killed in the time
+// allowed for its answer, not after its last frame.
+// TestPoolProgressAnswered checks that a step of the worker's progress that an answer came
+// after counts at the answer: the worker is killed the time allowed for each answer after
+// it, not after the watchdog saw the step.
+func TestPoolProgressAnswered(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("progress is counted in memory files, which are Linux's")
+	}
+	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol})
+	defer p.Close()
+	w, err := p.Get(128<<20, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Put(w)
+	n, _ := w.Progress()
+	start := time.Now()
+	c := &call{kind: 'y', body: strconv.FormatUint(n+1, 10)}
+	err = w.Call(context.Background(), c, CallOptions{First: 8 * time.Second, Each: time.Second})
+	d := time.Since(start)
+	var f *Failure
+	if !errors.As(err, &f) || f.Reason != Timeout || c.more != 1 {
+		t.Fatalf("got %d answers and %v, want one answer and a time out", c.more, err)
+	}
+	// The watchdog looks first 2 s after the call began (a quarter of First), when the
+	// second allowed after the answer is over; had it counted the step then, it would
+	// have allowed a second more.
+	if d > 2600*time.Millisecond {
+		t.Errorf("the worker was killed %v after its answer, want 2s", d)
+	}
+}
+
+func TestPoolAside(t *testing.T) {
+	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol})
+	defer p.Close()
+	for _, aside := range []byte{'x', 0} {
+		w, err := p.Get(128<<20, "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		c := &call{kind: 'x', body: "20,100"} // 2 s of frames, four times the time allowed
+		err = w.Call(context.Background(), c, CallOptions{First: 500 * time.Millisecond, Aside: aside})
+		d := time.Since(start)
+		p.Put(w)
+		var f *Failure
+		if !errors.As(err, &f) || f.Reason != Timeout {
+			t.Fatalf("Aside %q: got %v, want a time out", aside, err)
+		}
+		if c.aside == 0 {
+			t.Errorf("Aside %q: the exchange got no frame aside", aside)
+		}
+		// Killed between 500 and 625 ms after the call began, long before the frames end; or,
+		// where every frame counts as an answer, half a second after the last.
+		if aside != 0 && d > 1500*time.Millisecond {
+			t.Errorf("Aside %q: the worker was killed %v after the call began, want about 500ms", aside, d)
+		}
+		if aside == 0 && d < 2*time.Second {
+			t.Errorf("Aside 0: the worker was killed %v after the call began, want after its last frame", d)
+		}
+	}
 }
 
 func TestPool(t *testing.T) {

@@ -212,6 +212,10 @@ type CallOptions struct {
 	// start of a long request while the parent sends the rest, and the parent reads the
 	// answers while the worker works on the rest.
 	Async bool
+	// Aside is the kind of the frames, if not zero, that a worker sends aside from its
+	// answers, such as what a script prints: they reach the exchange, but do not count as
+	// answers against the time, so that a worker cannot put off its end by sending them.
+	Aside byte
 }
 
 // Call sends a request to the worker and passes each answer to x until it says the request is
@@ -265,7 +269,9 @@ func (w *Worker) Call(ctx context.Context, x Exchange, opts CallOptions) error {
 			}
 			break
 		}
-		wd.answered()
+		if kind != opts.Aside || opts.Aside == 0 {
+			wd.answered()
+		}
 	}
 	// The worker died or broke the protocol: make sure it is gone and find out why.
 	w.kill()
