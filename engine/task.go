@@ -21,7 +21,9 @@ import (
 // A TaskFunc does a task in a worker process: it gets the request the caller passed to
 // [Chain.RunTask], the chain of the overlays named there, compiled in the worker and applied
 // in it (in process, with every limit but memory, which is the worker's), and the ctx passed
-// there. It returns the answer, or an error whose text reaches the caller. It calls note to
+// there. It returns the answer, or an error whose text reaches the caller; the worker writes
+// the answer out before it serves another request, so the task may use the answer's memory
+// again in its next call. It calls note to
 // say what it is doing: if the worker stops answering or dies, the caller learns the last
 // note (see [TaskFailure]). A note that is not empty says the chain is at work on what it
 // names; an empty one, that the task does work of its own. Notes cost no system call: the
@@ -55,6 +57,11 @@ type TaskOptions struct {
 	Timeout time.Duration
 	// MaxAnswer bounds the answer's size in bytes; a larger answer fails the task.
 	MaxAnswer int
+	// Answer, if not nil, is memory for the answer: RunTask appends the answer to
+	// Answer[:0]. A caller done with an earlier answer may pass its memory back, so that
+	// each answer does not take fresh memory, whose every page costs a fault when first
+	// written.
+	Answer []byte
 }
 
 // RunTask runs the task registered under name in a worker process that holds every overlay of
@@ -114,7 +121,7 @@ func (c Chain) RunTask(ctx context.Context, name string, env *Env, req []byte, o
 		envData = appendEnv(nil, env)
 	}
 	x := &taskExchange{req: &wireTask{Name: name, Keys: keys, Env: envData, Req: req, MaxAnswer: maxAnswer},
-		prints: heldPrints{sink: first.printer()}}
+		prints: heldPrints{sink: first.printer()}, answer: opts.Answer[:0]}
 	base, counted := w.Progress()
 	if err := w.Call(ctx, x, sandbox.CallOptions{First: opts.Timeout, Aside: framePrint}); err != nil {
 		tf := &TaskFailure{Note: x.note, Cause: err, prints: x.prints}
@@ -212,7 +219,7 @@ type taskExchange struct {
 	note     []byte // the last note the worker sent
 	noteStep uint64 // the worker's progress count at that note
 	noted    bool   // whether it sent one
-	answer   []byte
+	answer   []byte // the memory for the answer (TaskOptions.Answer), then the answer
 	err      error
 }
 
@@ -262,7 +269,7 @@ func (x *taskExchange) Answer(kind byte, body []byte) (bool, error) {
 		x.note = append(x.note[:0], d.B...)
 		return false, nil
 	case frameAnswer:
-		x.answer = append([]byte(nil), body...)
+		x.answer = append(x.answer, body...)
 		return true, nil
 	case frameError:
 		var we wireError

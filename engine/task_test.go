@@ -202,6 +202,14 @@ func TestRunTask(t *testing.T) {
 	if _, err := chain.RunTask(ctx, "test.apply", nil, req, opts); err != nil {
 		t.Errorf("after the failures: %v", err)
 	}
+	// The answer goes to the memory given, when it has room.
+	mem := make([]byte, 3, 64)
+	withMem := opts
+	withMem.Answer = mem
+	answer, err = chain.RunTask(ctx, "test.slow", nil, make([]byte, 1), withMem)
+	if same := len(answer) > 0 && &answer[0] == &mem[:1][0]; err != nil || string(answer) != "done" || !same {
+		t.Errorf("test.slow with memory: got %q, %v, in the memory given: %v; want done in it", answer, err, same)
+	}
 }
 
 // TestRunTaskHangs checks that a worker that stops noting is killed once the time allowed

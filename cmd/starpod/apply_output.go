@@ -20,7 +20,7 @@ type docWriter struct {
 	w       io.Writer
 	format  string
 	n       int
-	pending []byte // the first JSON document, until the second
+	pending []byte // the first JSON document, until the second (a copy: the batch's memory is used again)
 }
 
 // The text of a v1 List of JSON documents, before and after its items, as kubectl prints it
@@ -36,7 +36,7 @@ func (w *docWriter) writeRaw(data []byte) error {
 	if w.format == "json" {
 		switch w.n {
 		case 1:
-			w.pending = data
+			w.pending = append([]byte(nil), data...)
 			return nil
 		case 2:
 			if _, err := io.WriteString(w.w, jsonListHead); err != nil {

@@ -10,6 +10,8 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/starpod/starpod/engine"
@@ -32,7 +34,7 @@ func (p *pipeline) applyInWorker(ctx context.Context, b *batch) bool {
 		}
 		size += len(doc.Raw)
 	}
-	req := p.appendTask(make([]byte, 0, size+len(b.docs)*48+64), b.docs)
+	req := p.appendTask(slices.Grow(taskMemory.get(), size+len(b.docs)*48+64), b.docs)
 	// Each overlay's time limit bounds each of its applies in the worker; the task's timeout
 	// bounds a worker that hangs all the same, in one step no time limit interrupts. The
 	// worker notes each document before it parses it and each pod before the chain applies
@@ -41,7 +43,8 @@ func (p *pipeline) applyInWorker(ctx context.Context, b *batch) bool {
 	// note says which pod it was.
 	timeout := time.Second + time.Duration(len(p.chain))*p.timeout
 	answer, err := p.chain.RunTask(ctx, applyTaskName, p.env, req, engine.TaskOptions{
-		Timeout: timeout, MaxAnswer: 4*size + len(b.docs)*engine.DefaultMaxResultBytes})
+		Timeout: timeout, MaxAnswer: 4*size + len(b.docs)*engine.DefaultMaxResultBytes, Answer: taskMemory.get()})
+	taskMemory.put(req)
 	var failure *engine.TaskFailure
 	switch {
 	case err == nil:
@@ -64,11 +67,12 @@ func (p *pipeline) applyInWorker(ctx context.Context, b *batch) bool {
 	}
 	pods, templates, out, docErr, err := decodeTaskAnswer(answer)
 	if err != nil {
+		taskMemory.put(answer)
 		return false
 	}
 	p.pods.Add(pods)
 	p.templates.Add(templates)
-	b.out, b.docs = out, nil
+	b.out, b.docs, b.answer = out, nil, answer
 	if docErr != nil { // else the error of reading after the documents, if any, stands
 		b.err = docErr
 	}
@@ -99,6 +103,36 @@ func (p *pipeline) appendTask(req []byte, docs []*stream.Document) []byte {
 		req = wire.AppendBytes(req, doc.Raw)
 	}
 	return req
+}
+
+// lastAnswer is the memory of the last answer of applyTask in this worker, which the next
+// uses again (see engine.TaskFunc): fresh memory costs a page fault every 4 KiB.
+var lastAnswer []byte
+
+// taskMemory recycles the memory of the batches' requests and answers in the parent.
+var taskMemory memoryPool
+
+// A memoryPool recycles byte slices, so that a stream of batches does not take fresh memory
+// for each: fresh memory costs a page fault every 4 KiB, which some machines make dear.
+type memoryPool struct{ p sync.Pool }
+
+// maxPooled bounds the memory a pool keeps of one slice: a batch of one large document
+// should not stay.
+const maxPooled = 4 << 20
+
+// get returns an empty slice, with the memory of one put before if there is one.
+func (m *memoryPool) get() []byte {
+	if b, ok := m.p.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return nil
+}
+
+// put gives b's memory to a later get. b must not be used after.
+func (m *memoryPool) put(b []byte) {
+	if cap(b) > 0 && cap(b) <= maxPooled {
+		m.p.Put(&b)
+	}
 }
 
 // applyTask is the task of a batch in a worker: it applies chain to the documents of req, as
@@ -159,7 +193,9 @@ func applyTask(ctx context.Context, chain engine.Chain, env *engine.Env, req []b
 	for _, o := range out {
 		size += len(o) + binary.MaxVarintLen32
 	}
-	answer := make([]byte, 0, size)
+	// The worker wrote the last answer out before this request came.
+	answer := slices.Grow(lastAnswer[:0], size)
+	lastAnswer = answer
 	answer = binary.AppendUvarint(answer, uint64(p.pods.Load()))
 	answer = binary.AppendUvarint(answer, uint64(p.templates.Load()))
 	answer = binary.AppendUvarint(answer, uint64(len(out)))
