@@ -125,7 +125,7 @@ const (
 	frameError   = 'e' // body: JSON wireError
 	frameDone    = 'd' // empty, or JSON wireError of a failed compile
 	frameAnswer  = 'a' // body: the answer of a task
-	frameNote    = 'n' // body: the worker's progress count at a note of a task (uvarint), then the note
+	frameNote    = 'n' // body: the worker's count of notes at a note of a task (uvarint), then the note
 )
 
 // A wireScript is everything a worker needs to compile an overlay: its source, the results of

@@ -504,8 +504,8 @@ func TestServeApplyWrites(t *testing.T) {
 		if err := s.serve(); err != nil {
 			t.Fatal(err)
 		}
-		if w.writes != test.want || s.steps != 5 {
-			t.Errorf("counted %v, flags %q: %d writes and %d pods counted, want %d writes and 5 pods", test.counted, test.flags, w.writes, s.steps, test.want)
+		if w.writes != test.want || s.answered != 5 {
+			t.Errorf("counted %v, flags %q: %d writes and %d pods counted, want %d writes and 5 pods", test.counted, test.flags, w.writes, s.answered, test.want)
 		}
 	}
 }

@@ -115,14 +115,14 @@ type server struct {
 
 	answerMax int    // the largest frame the parent reads, for the script at hand
 	served    int    // the requests answered
-	steps     uint64 // the pods answered and the notes of tasks: the progress count (see apply and note)
-	counted   bool   // whether the parent reads the progress count
+	answered  uint64 // the pods answered, the progress count (see apply)
+	noted     uint64 // the notes of tasks made, the mark (see note)
+	counted   bool   // whether the parent reads the progress count and the mark
 
 	// During a task, mu guards out and printErr, which its notes share with print(), and
-	// the task's latest note and the progress count at it.
+	// the task's latest note.
 	mu       sync.Mutex
 	noteText []byte
-	noteStep uint64
 
 	explain bool // whether the apply at hand explains each result
 
@@ -281,8 +281,8 @@ func (s *server) apply(body []byte, first bool) error {
 				return err
 			}
 		}
-		s.steps++
-		sandbox.SetProgress(s.steps)
+		s.answered++
+		sandbox.SetProgress(s.answered)
 	}
 }
 

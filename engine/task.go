@@ -27,10 +27,10 @@ import (
 // say what it is doing: if the worker stops answering or dies, the caller learns the last
 // note (see [TaskFailure]). A note that is not empty says the chain is at work on what it
 // names; an empty one, that the task does work of its own. Notes cost no system call: the
-// worker counts each one in its progress (which its parent reads even after the worker
-// died) and sends the latest every tenth of a second, if it changed; each note starts the
-// time allowed (TaskOptions.Timeout) again, so a task that notes its progress may take
-// longer.
+// worker counts them in memory its parent reads even after the worker died
+// ([sandbox.SetMark]), and sends the latest every tenth of a second, if it changed; each
+// note the caller gets starts the time allowed (TaskOptions.Timeout) again, so a task that
+// notes its progress may take longer.
 type TaskFunc func(ctx context.Context, chain Chain, env *Env, req []byte, note func([]byte) error) ([]byte, error)
 
 var tasks sync.Map // name -> TaskFunc
@@ -122,12 +122,12 @@ func (c Chain) RunTask(ctx context.Context, name string, env *Env, req []byte, o
 	}
 	x := &taskExchange{req: &wireTask{Name: name, Keys: keys, Env: envData, Req: req, MaxAnswer: maxAnswer},
 		prints: heldPrints{sink: first.printer()}, answer: opts.Answer[:0]}
-	base, counted := w.Progress()
+	base, counted := w.Mark()
 	if err := w.Call(ctx, x, sandbox.CallOptions{First: opts.Timeout, Aside: framePrint}); err != nil {
 		tf := &TaskFailure{Note: x.note, Cause: err, prints: x.prints}
-		// The note is the task's last if the worker's progress counted no note after it.
-		step, ok := w.Progress()
-		last := counted && ok && (x.noted && step == x.noteStep || !x.noted && step == base)
+		// The note is the task's last if the worker counted no note after it.
+		mark, ok := w.Mark()
+		last := counted && ok && (x.noted && mark == x.noteMark || !x.noted && mark == base)
 		var f *sandbox.Failure
 		// The overlay's limit, as an apply of it reports it: the time of the only overlay,
 		// or its memory when the worker died while the overlay was at work, and held no
@@ -217,7 +217,7 @@ type taskExchange struct {
 	req      *wireTask
 	prints   heldPrints
 	note     []byte // the last note the worker sent
-	noteStep uint64 // the worker's progress count at that note
+	noteMark uint64 // the worker's count of notes at that note
 	noted    bool   // whether it sent one
 	answer   []byte // the memory for the answer (TaskOptions.Answer), then the answer
 	err      error
@@ -262,7 +262,7 @@ func (x *taskExchange) Answer(kind byte, body []byte) (bool, error) {
 		return false, answerPrint(body, x.prints.add)
 	case frameNote:
 		d := &wire.Decoder{B: body}
-		x.noteStep, x.noted = d.Uvarint(), true
+		x.noteMark, x.noted = d.Uvarint(), true
 		if d.Err != nil {
 			return false, fmt.Errorf("malformed note: %v", d.Err)
 		}
@@ -336,9 +336,8 @@ func (s *server) note(b []byte) error {
 		return fmt.Errorf("a note of %d bytes, over the limit of %d", len(b), maxErrorText)
 	}
 	s.noteText = append(s.noteText[:0], b...)
-	s.steps++
-	s.noteStep = s.steps
-	sandbox.SetProgress(s.steps)
+	s.noted++
+	sandbox.SetMark(s.noted)
 	return s.printErr
 }
 
@@ -347,7 +346,7 @@ func (s *server) note(b []byte) error {
 func (s *server) startNotes() (stop func()) {
 	s.mu.Lock()
 	s.noteText = s.noteText[:0]
-	sent := s.noteStep
+	sent := s.noted
 	s.mu.Unlock()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -361,9 +360,9 @@ func (s *server) startNotes() (stop func()) {
 			case <-t.C:
 			}
 			s.mu.Lock()
-			if s.noteStep != sent && s.printErr == nil {
-				sent = s.noteStep
-				s.printErr = sandbox.WriteFrame(s.out, frameNote, binary.AppendUvarint(nil, s.noteStep), s.noteText)
+			if s.noted != sent && s.printErr == nil {
+				sent = s.noted
+				s.printErr = sandbox.WriteFrame(s.out, frameNote, binary.AppendUvarint(nil, s.noted), s.noteText)
 				if s.printErr == nil {
 					s.printErr = s.out.Flush()
 				}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +22,38 @@ import (
 // TestMain lets the test binary act as the starpod command inside scripts.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"starpod": main,
+		"starpod":      main,
+		"starpod-peak": peakMain,
 	})
+}
+
+// peakMain is the program of bounded's helper: starpod-peak COMMAND [ARG...] runs the
+// command, writes to descriptor 3 the peak resident memory, in KiB, of the command and of the
+// processes it waited for, and exits with the command's exit code. bounded cannot read that
+// of a command it starts itself: Linux gives a process started by vfork, as Go starts
+// processes, the peak of the process that started it as its own first peak, and the test
+// process grows larger than some bounds. The helper's peak, which the command inherits, is
+// that of this program's start.
+func peakMain() {
+	cmd := exec.Command(os.Args[1], os.Args[2:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		fmt.Fprintln(os.Stderr, "starpod-peak:", err)
+		os.Exit(125)
+	}
+	usage, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		fmt.Fprintln(os.Stderr, "starpod-peak: no resource usage on", runtime.GOOS)
+		os.Exit(125)
+	}
+	fmt.Fprintln(os.NewFile(3, "peak"), usage.Maxrss)
+	code := cmd.ProcessState.ExitCode()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		code = 128 + int(ws.Signal())
+	}
+	os.Exit(code)
 }
 
 // TestScript runs the CLI scripts in testdata/script. Each names its files, runs the real
@@ -76,7 +107,8 @@ func exits(ts *testscript.TestScript, neg bool, args []string) {
 // MEMORY resident at any time: bounded CODE TIME MEMORY COMMAND [ARG...]. TIME is a
 // duration, or LIMIT+MARGIN, two durations. Under the race detector, which makes every
 // process several times bigger and slower, MEMORY is multiplied by raceMemoryFactor and
-// MARGIN by raceTimeFactor.
+// MARGIN by raceTimeFactor. The command runs under a helper (see peakMain), which reads its
+// peak.
 func bounded(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 4 {
 		ts.Fatalf("usage: bounded CODE TIME MEMORY COMMAND [ARG...]")
@@ -98,17 +130,23 @@ func bounded(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("bounded: bad memory: %v", err)
 	}
 	maxMemory := q.Value() * raceMemoryFactor
+	r, w, err := os.Pipe()
+	ts.Check(err)
+	defer r.Close()
 	start := time.Now()
-	state := runExits(ts, args[0], args[3:])
+	runExits(ts, args[0], append([]string{"starpod-peak"}, args[3:]...), w)
 	if elapsed := time.Since(start); elapsed > maxTime {
 		ts.Fatalf("took %v, want at most %v", elapsed.Round(time.Millisecond), maxTime)
 	}
-	usage, ok := state.SysUsage().(*syscall.Rusage)
-	if !ok {
-		ts.Fatalf("bounded: no resource usage on %s", runtime.GOOS)
-	}
+	w.Close()
+	out, err := io.ReadAll(r)
+	ts.Check(err)
 	// Linux gives the peak of the process and of the children it waited for, in KiB.
-	if peak := usage.Maxrss << 10; peak > maxMemory {
+	kib, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		ts.Fatalf("bounded: the helper gave no peak: %q", out)
+	}
+	if peak := kib << 10; peak > maxMemory {
 		ts.Fatalf("peak resident memory %d MiB, want at most %d MiB", peak>>20, maxMemory>>20)
 	}
 }
@@ -132,8 +170,7 @@ func repeat(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) > 4 {
 		suffix = unescape(args[4])
 	}
-	// Written in pieces, so that this process's peak memory, which the commands it starts
-	// inherit in what bounded reads, stays small.
+	// Written in pieces, so that this process's memory stays small.
 	f, err := os.Create(ts.MkAbs(args[0]))
 	ts.Check(err)
 	w := bufio.NewWriter(f)
@@ -172,7 +209,7 @@ func sparse(ts *testscript.TestScript, neg bool, args []string) {
 
 // runExits runs the command args with the script's environment in its work directory,
 // writing its output to the script's stdout and stderr, and checks that it exits with code.
-func runExits(ts *testscript.TestScript, code string, args []string) *os.ProcessState {
+func runExits(ts *testscript.TestScript, code string, args []string, extra ...*os.File) {
 	want, err := strconv.Atoi(code)
 	if err != nil {
 		ts.Fatalf("exits: bad code %q", code)
@@ -187,6 +224,7 @@ func runExits(ts *testscript.TestScript, code string, args []string) *os.Process
 	cmd := exec.Command(path, args[1:]...)
 	cmd.Dir = ts.MkAbs(".") // the directory of the last cd
 	cmd.Stdout, cmd.Stderr = ts.Stdout(), ts.Stderr()
+	cmd.ExtraFiles = extra
 	cmd.Env = os.Environ()
 	for _, kv := range []string{"HOME", "PATH", "WORK"} {
 		cmd.Env = append(cmd.Env, kv+"="+ts.Getenv(kv))
@@ -202,7 +240,6 @@ func runExits(ts *testscript.TestScript, code string, args []string) *os.Process
 	if got != want {
 		ts.Fatalf("exit code %d, want %d", got, want)
 	}
-	return cmd.ProcessState
 }
 
 func fileExists(p string) bool {

@@ -49,8 +49,8 @@ var (
 // allocating and keeping as many MiB as its body says, 's' by sleeping, 'p' by panicking, 'g'
 // with its GOMAXPROCS, 'n' by setting its progress to its body (and 'N' by then dying of
 // its memory limit), 'w' by steps of its progress before it answers, 'x' by frames aside
-// from its answers before it hangs, 'y' by a step and an answer 'm' that is not the last
-// before it hangs.
+// from its answers before it hangs, 'k' by setting its mark to its body (and 'K' by then dying
+// of its memory limit), 'j' by marks before it answers.
 func echo(in *FrameReader, out *bufio.Writer) error {
 	for {
 		kind, body, err := in.Next()
@@ -119,14 +119,26 @@ func echo(in *FrameReader, out *bufio.Writer) error {
 				time.Sleep(time.Duration(d) * time.Millisecond)
 			}
 			time.Sleep(time.Hour)
-		case 'y':
-			n, _ := strconv.ParseUint(string(body), 10, 64)
-			SetProgress(n)
-			WriteFrame(out, 'm', nil)
-			if err := out.Flush(); err != nil {
+		case 'k', 'K':
+			n, err := strconv.ParseUint(string(body), 10, 64)
+			if err != nil {
 				return err
 			}
-			time.Sleep(time.Hour)
+			SetMark(n)
+			if kind == 'K' {
+				allocate(1 << 30) // dies of its memory limit
+			}
+			WriteFrame(out, 'd', body)
+		case 'j':
+			// "N,MS": a mark every MS milliseconds, N times, then an answer.
+			marks, ms, _ := strings.Cut(string(body), ",")
+			n, _ := strconv.Atoi(marks)
+			d, _ := strconv.Atoi(ms)
+			for i := range n {
+				SetMark(uint64(1000 + i))
+				time.Sleep(time.Duration(d) * time.Millisecond)
+			}
+			WriteFrame(out, 'd', body)
 		}
 		if err := out.Flush(); err != nil {
 			return err
@@ -149,7 +161,6 @@ type call struct {
 	body  string
 	got   string
 	aside int // the frames aside from the answer
-	more  int // the answers 'm' before the last
 }
 
 func (c *call) Send(w *bufio.Writer) error {
@@ -160,12 +171,8 @@ func (c *call) Send(w *bufio.Writer) error {
 }
 
 func (c *call) Answer(kind byte, body []byte) (bool, error) {
-	switch kind {
-	case 'x':
+	if kind == 'x' {
 		c.aside++
-		return false, nil
-	case 'm':
-		c.more++
 		return false, nil
 	}
 	if kind != 'd' {
@@ -261,15 +268,12 @@ func TestPoolProgressWatch(t *testing.T) {
 	p.Put(w)
 }
 
-// TestPoolAside checks that frames aside from the answers reach the exchange but do not count
-// as answers: a worker that sends them all along and never answers is killed in the time
-// allowed for its answer, not after its last frame.
-// TestPoolProgressAnswered checks that a step of the worker's progress that an answer came
-// after counts at the answer: the worker is killed the time allowed for each answer after
-// it, not after the watchdog saw the step.
-func TestPoolProgressAnswered(t *testing.T) {
+// TestPoolMark checks that the parent reads the mark a worker sets, while the worker is idle
+// and after it died, and that a mark, unlike a step of its progress, does not count as an
+// answer.
+func TestPoolMark(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("progress is counted in memory files, which are Linux's")
+		t.Skip("marks are kept in memory files, which are Linux's")
 	}
 	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol})
 	defer p.Close()
@@ -277,24 +281,46 @@ func TestPoolProgressAnswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Put(w)
-	n, _ := w.Progress()
-	start := time.Now()
-	c := &call{kind: 'y', body: strconv.FormatUint(n+1, 10)}
-	err = w.Call(context.Background(), c, CallOptions{First: 8 * time.Second, Each: time.Second})
-	d := time.Since(start)
-	var f *Failure
-	if !errors.As(err, &f) || f.Reason != Timeout || c.more != 1 {
-		t.Fatalf("got %d answers and %v, want one answer and a time out", c.more, err)
+	opts := CallOptions{First: 10 * time.Second}
+	if n, ok := w.Mark(); n != 0 || !ok {
+		t.Errorf("a new worker's mark: got %d, %v, want 0", n, ok)
 	}
-	// The watchdog looks first 2 s after the call began (a quarter of First), when the
-	// second allowed after the answer is over; had it counted the step then, it would
-	// have allowed a second more.
-	if d > 2600*time.Millisecond {
-		t.Errorf("the worker was killed %v after its answer, want 2s", d)
+	if err := w.Call(context.Background(), &call{kind: 'k', body: "7"}, opts); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := w.Mark(); n != 7 || !ok {
+		t.Errorf("an idle worker's mark: got %d, %v, want 7", n, ok)
+	}
+	if n, _ := w.Progress(); n != 0 {
+		t.Errorf("the progress of a worker that marked: got %d, want 0", n)
+	}
+	var f *Failure
+	if err := w.Call(context.Background(), &call{kind: 'K', body: "8"}, opts); !errors.As(err, &f) || f.Reason != Memory {
+		t.Fatalf("a worker that dies of its memory: got %v, want a memory failure", err)
+	}
+	if n, ok := w.Mark(); n != 8 || !ok {
+		t.Errorf("a dead worker's mark: got %d, %v, want 8", n, ok)
+	}
+	p.Put(w)
+
+	w, err = p.Get(128<<20, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Put(w)
+	start := time.Now()
+	err = w.Call(context.Background(), &call{kind: 'j', body: "40,50"}, CallOptions{First: 400 * time.Millisecond})
+	if !errors.As(err, &f) || f.Reason != Timeout {
+		t.Fatalf("a worker that marks for 2s and answers: got %v, want a time out", err)
+	}
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Errorf("the worker that marks was killed %v after the call began, want about 400ms", d)
 	}
 }
 
+// TestPoolAside checks that frames aside from the answers reach the exchange but do not count
+// as answers: a worker that sends them all along and never answers is killed in the time
+// allowed for its answer, not after its last frame.
 func TestPoolAside(t *testing.T) {
 	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol})
 	defer p.Close()

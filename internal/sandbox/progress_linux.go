@@ -22,13 +22,14 @@ func newProgress() *os.File {
 	return f
 }
 
-// mapProgress maps the progress file f shared with the parent, and returns its word, or nil.
-// The mapping lives as long as the process.
-func mapProgress(f *os.File) *uint64 {
+// mapProgress maps the progress file f shared with the parent, and returns its first two
+// words (the progress and the mark), or nils. The mapping lives as long as the process.
+func mapProgress(f *os.File) (progress, mark *uint64) {
 	defer f.Close()
 	mem, err := unix.Mmap(int(f.Fd()), 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	return (*uint64)(unsafe.Pointer(&mem[0])) // a page is aligned for a uint64
+	// A page is aligned for a uint64.
+	return (*uint64)(unsafe.Pointer(&mem[0])), (*uint64)(unsafe.Pointer(&mem[8]))
 }

@@ -59,15 +59,10 @@ func (d *watchdog) check() {
 	d.timer.Reset(min(left, d.period()))
 }
 
-// answered notes an answer, and the worker's progress at it: a step the answer came after
-// does not count again, later, as a step of its own.
+// answered notes an answer.
 func (d *watchdog) answered() {
-	step, ok := d.w.Progress()
 	d.mu.Lock()
 	d.last, d.allowed = time.Now(), d.each
-	if ok {
-		d.step = step
-	}
 	d.mu.Unlock()
 }
 
