@@ -23,14 +23,13 @@ import (
 // in it (in process, with every limit but memory, which is the worker's), and the ctx passed
 // there. It returns the answer, or an error whose text reaches the caller; the worker writes
 // the answer out before it serves another request, so the task may use the answer's memory
-// again in its next call. It calls note to
-// say what it is doing: if the worker stops answering or dies, the caller learns the last
-// note (see [TaskFailure]). A note that is not empty says the chain is at work on what it
-// names; an empty one, that the task does work of its own. Notes cost no system call: the
-// worker counts them in memory its parent reads even after the worker died
-// ([sandbox.SetMark]), and sends the latest every tenth of a second, if it changed; each
-// note the caller gets starts the time allowed (TaskOptions.Timeout) again, so a task that
-// notes its progress may take longer.
+// again in its next call. It calls note to say what it is doing: if the worker stops
+// answering or dies, the caller learns the last note (see [TaskFailure]). A note that is not
+// empty says the chain is at work on what it names; an empty one, that the task does work of
+// its own. Notes cost no system call: the worker counts them in memory its parent reads even
+// after the worker died ([sandbox.SetMark]), and sends the latest every tenth of a second, if
+// it changed; each note the caller gets starts the time allowed (TaskOptions.Timeout) again,
+// so a task that notes its progress may take longer.
 type TaskFunc func(ctx context.Context, chain Chain, env *Env, req []byte, note func([]byte) error) ([]byte, error)
 
 var tasks sync.Map // name -> TaskFunc
