@@ -68,13 +68,26 @@ type exit struct {
 	stderr   string // the start and end of what the child wrote to standard error
 	oomKills int    // the out-of-memory kills of its cgroup
 	limit    int64
+	// inherited is the parent's peak resident set size when the child started, which the
+	// system may report as the child's own (see peak).
+	inherited int64
+}
+
+// peak returns the child's peak resident set size in bytes, or 0 when it is unknown: where
+// the system reports no more than the peak the parent had when it started the child, which a
+// child started by vfork takes as the first peak of its own.
+func (x *exit) peak() int64 {
+	if p := exitPeakRSS(x.state); p > x.inherited {
+		return p
+	}
+	return 0
 }
 
 // memory reports whether the child died of its memory limit: its cgroup's out-of-memory
 // killer killed it; or the Go runtime died (its crash report is not empty) of a fatal error
 // about memory (it ran out, or could not allocate, map an arena, start a thread or grow a
-// stack), or of a signal inside the runtime with a peak memory of a quarter of the limit or
-// more (the collector does not check all of its own allocations). The runtime prints the
+// stack), or of a signal inside the runtime with a known peak memory (see peak) of a quarter
+// of the limit or more (the collector does not check all of its own allocations). The runtime prints the
 // line that names a fatal error ("fatal error: out of memory") before it starts its crash
 // report, so that line is read from standard error, where nothing else of a worker goes, and
 // only when the crash report says the runtime died. Under the race detector, whose allocator
@@ -83,7 +96,7 @@ func (x *exit) memory() bool {
 	if x.oomKills > 0 {
 		return true
 	}
-	if x.runtimeDied() && (fatalMemory(x.stderr) || runtimeCrash(x.stderr) && exitPeakRSS(x.state) >= x.limit*RaceMemoryFactor/4) {
+	if x.runtimeDied() && (fatalMemory(x.stderr) || runtimeCrash(x.stderr) && x.peak() >= x.limit*RaceMemoryFactor/4) {
 		return true
 	}
 	return RaceMemoryFactor > 1 && raceOutOfMemory(x.stderr)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -349,6 +350,37 @@ func TestPoolAside(t *testing.T) {
 		if aside == 0 && d < 2*time.Second {
 			t.Errorf("Aside 0: the worker was killed %v after the call began, want after its last frame", d)
 		}
+	}
+}
+
+// TestPoolPeakNotInherited checks that the peak memory of workers that exited is their own,
+// not that of the parent that started them: Linux reports the parent's peak as the first of
+// a process started by vfork.
+func TestPoolPeakNotInherited(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("peaks are read from /proc")
+	}
+	// This process's peak passes 256 MiB, which no worker's does here.
+	grow := make([]byte, 256<<20)
+	for i := 0; i < len(grow); i += 4096 {
+		grow[i] = 1
+	}
+	runtime.KeepAlive(grow)
+	grow = nil
+	debug.FreeOSMemory()
+	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol})
+	w, err := p.Get(128<<20, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Call(context.Background(), &call{kind: 'e', body: "x"}, CallOptions{First: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	alive := p.Stats().PeakRSS // the worker's VmHWM, read while it lives
+	p.Put(w)
+	p.Close() // the worker exits
+	if peak := p.Stats().PeakRSS; alive <= 0 || peak != alive {
+		t.Errorf("peak memory %d MiB after the worker exited, %d MiB while it lived: want the same, under 256 MiB", peak>>20, alive>>20)
 	}
 }
 

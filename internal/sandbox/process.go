@@ -47,6 +47,9 @@ func startChild(cmd *exec.Cmd, role string, limit int64, onExit func(*exit)) (*c
 	} else {
 		cmd.Stderr = io.MultiWriter(cmd.Stderr, c.stderr)
 	}
+	// A child started by vfork, as os/exec starts one on Linux, takes the peak memory of the
+	// process that started it as the first peak of its own.
+	inherited := peakRSS(os.Getpid())
 	err = cmd.Start()
 	crashW.Close()
 	if err != nil {
@@ -64,7 +67,7 @@ func startChild(cmd *exec.Cmd, role string, limit int64, onExit func(*exit)) (*c
 		<-crashed
 		pid := cmd.Process.Pid
 		c.exit = &exit{state: cmd.ProcessState, crash: c.crash.String(), stderr: c.stderr.String(),
-			oomKills: cgroupOOMKills(pid), limit: limit}
+			oomKills: cgroupOOMKills(pid), limit: limit, inherited: inherited}
 		removeCgroup(pid)
 		if c.onExit != nil {
 			c.onExit(c.exit)

@@ -93,7 +93,7 @@ func (p *Pool) spawn(limit int64) (*Worker, error) {
 	w := &Worker{pool: p, limit: limit, inFile: inW, outFile: outR, progress: progress,
 		in: bufio.NewWriterSize(inW, 64<<10), out: NewFrameReader(outR), Keys: NewCache[struct{}](p.opts.Keys)}
 	w.child, err = startChild(cmd, "worker", limit, func(x *exit) {
-		p.notePeak(exitPeakRSS(x.state))
+		p.notePeak(x.peak())
 		p.mu.Lock()
 		delete(p.procs, w)
 		p.mu.Unlock()
