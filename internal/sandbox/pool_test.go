@@ -83,24 +83,26 @@ func echo(in *FrameReader, out *bufio.Writer) error {
 			panic("not a memory problem")
 		case 'g':
 			WriteFrame(out, 'd', []byte(strconv.Itoa(runtime.GOMAXPROCS(0))))
-		case 'n', 'N':
+		case 'n', 'N', 'k', 'K':
 			n, err := strconv.ParseUint(string(body), 10, 64)
 			if err != nil {
 				return err
 			}
-			SetProgress(n)
-			if kind == 'N' {
+			if kind == 'n' || kind == 'N' {
+				SetProgress(n)
+			} else {
+				SetMark(n)
+			}
+			if kind == 'N' || kind == 'K' {
 				allocate(1 << 30) // dies of its memory limit
 			}
 			WriteFrame(out, 'd', []byte(strconv.FormatBool(HasProgress())))
 		case 'w':
 			// "STEPS,MS": a step of progress every MS milliseconds, STEPS times, then
 			// an answer; with STEPS negative, one step and then a hang.
-			steps, ms, _ := strings.Cut(string(body), ",")
-			n, _ := strconv.Atoi(steps)
-			d, _ := strconv.Atoi(ms)
+			n, d := timesEvery(body)
 			for i := range max(n, 1) {
-				time.Sleep(time.Duration(d) * time.Millisecond)
+				time.Sleep(d)
 				SetProgress(uint64(1000 + i))
 			}
 			if n < 0 {
@@ -109,35 +111,21 @@ func echo(in *FrameReader, out *bufio.Writer) error {
 			WriteFrame(out, 'd', body)
 		case 'x':
 			// "N,MS": a frame 'x' every MS milliseconds, N times, then a hang.
-			frames, ms, _ := strings.Cut(string(body), ",")
-			n, _ := strconv.Atoi(frames)
-			d, _ := strconv.Atoi(ms)
+			n, d := timesEvery(body)
 			for range n {
 				WriteFrame(out, 'x', nil)
 				if err := out.Flush(); err != nil {
 					return err
 				}
-				time.Sleep(time.Duration(d) * time.Millisecond)
+				time.Sleep(d)
 			}
 			time.Sleep(time.Hour)
-		case 'k', 'K':
-			n, err := strconv.ParseUint(string(body), 10, 64)
-			if err != nil {
-				return err
-			}
-			SetMark(n)
-			if kind == 'K' {
-				allocate(1 << 30) // dies of its memory limit
-			}
-			WriteFrame(out, 'd', body)
 		case 'j':
 			// "N,MS": a mark every MS milliseconds, N times, then an answer.
-			marks, ms, _ := strings.Cut(string(body), ",")
-			n, _ := strconv.Atoi(marks)
-			d, _ := strconv.Atoi(ms)
+			n, d := timesEvery(body)
 			for i := range n {
 				SetMark(uint64(1000 + i))
-				time.Sleep(time.Duration(d) * time.Millisecond)
+				time.Sleep(d)
 			}
 			WriteFrame(out, 'd', body)
 		}
@@ -145,6 +133,14 @@ func echo(in *FrameReader, out *bufio.Writer) error {
 			return err
 		}
 	}
+}
+
+// timesEvery parses the body "N,MS" of a request: a count and a period in milliseconds.
+func timesEvery(body []byte) (int, time.Duration) {
+	count, ms, _ := strings.Cut(string(body), ",")
+	n, _ := strconv.Atoi(count)
+	d, _ := strconv.Atoi(ms)
+	return n, time.Duration(d) * time.Millisecond
 }
 
 // allocate allocates n bytes, touches each page and keeps them in chunks.
@@ -183,6 +179,16 @@ func (c *call) Answer(kind byte, body []byte) (bool, error) {
 	return true, nil
 }
 
+// getWorker gets a worker of 128 MiB from p.
+func getWorker(t *testing.T, p *Pool) *Worker {
+	t.Helper()
+	w, err := p.Get(128<<20, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // TestPoolProcs checks that a worker takes its share of the parent's processors, one at least
 // and two at most: a pool of a worker per processor leaves each one.
 func TestPoolProcs(t *testing.T) {
@@ -208,10 +214,7 @@ func TestPoolProcs(t *testing.T) {
 func TestPoolProgress(t *testing.T) {
 	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol})
 	defer p.Close()
-	w, err := p.Get(128<<20, "", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := getWorker(t, p)
 	defer p.Put(w)
 	opts := CallOptions{First: 10 * time.Second}
 	if n, ok := w.Progress(); n != 0 || ok != (runtime.GOOS == "linux") {
@@ -246,10 +249,7 @@ func TestPoolProgressWatch(t *testing.T) {
 	}
 	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol})
 	defer p.Close()
-	w, err := p.Get(128<<20, "", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := getWorker(t, p)
 	opts := CallOptions{First: 400 * time.Millisecond}
 	c := &call{kind: 'w', body: "12,100"} // 1.2 s of steps, three times what an answer is allowed
 	if err := w.Call(context.Background(), c, opts); err != nil || c.got != c.body {
@@ -257,7 +257,7 @@ func TestPoolProgressWatch(t *testing.T) {
 	}
 	start := time.Now()
 	c = &call{kind: 'w', body: "-1,100"}
-	err = w.Call(context.Background(), c, opts)
+	err := w.Call(context.Background(), c, opts)
 	var f *Failure
 	if !errors.As(err, &f) || f.Reason != Timeout {
 		t.Fatalf("a worker that stops: got %v, want a time out", err)
@@ -278,10 +278,7 @@ func TestPoolMark(t *testing.T) {
 	}
 	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol})
 	defer p.Close()
-	w, err := p.Get(128<<20, "", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := getWorker(t, p)
 	opts := CallOptions{First: 10 * time.Second}
 	if n, ok := w.Mark(); n != 0 || !ok {
 		t.Errorf("a new worker's mark: got %d, %v, want 0", n, ok)
@@ -304,13 +301,10 @@ func TestPoolMark(t *testing.T) {
 	}
 	p.Put(w)
 
-	w, err = p.Get(128<<20, "", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w = getWorker(t, p)
 	defer p.Put(w)
 	start := time.Now()
-	err = w.Call(context.Background(), &call{kind: 'j', body: "40,50"}, CallOptions{First: 400 * time.Millisecond})
+	err := w.Call(context.Background(), &call{kind: 'j', body: "40,50"}, CallOptions{First: 400 * time.Millisecond})
 	if !errors.As(err, &f) || f.Reason != Timeout {
 		t.Fatalf("a worker that marks for 2s and answers: got %v, want a time out", err)
 	}
@@ -326,13 +320,10 @@ func TestPoolAside(t *testing.T) {
 	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol})
 	defer p.Close()
 	for _, aside := range []byte{'x', 0} {
-		w, err := p.Get(128<<20, "", false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := getWorker(t, p)
 		start := time.Now()
 		c := &call{kind: 'x', body: "20,100"} // 2 s of frames, four times the time allowed
-		err = w.Call(context.Background(), c, CallOptions{First: 500 * time.Millisecond, Aside: aside})
+		err := w.Call(context.Background(), c, CallOptions{First: 500 * time.Millisecond, Aside: aside})
 		d := time.Since(start)
 		p.Put(w)
 		var f *Failure
@@ -369,10 +360,7 @@ func TestPoolPeakNotInherited(t *testing.T) {
 	grow = nil
 	debug.FreeOSMemory()
 	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol})
-	w, err := p.Get(128<<20, "", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := getWorker(t, p)
 	if err := w.Call(context.Background(), &call{kind: 'e', body: "x"}, CallOptions{First: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
