@@ -8,14 +8,21 @@ import (
 	"time"
 )
 
+// prestartedOnDemand returns a pool of two workers that grows on demand, closed when the test
+// ends, and the memory limit of the worker it prestarts.
+func prestartedOnDemand(t *testing.T) (*Pool, int64) {
+	p := NewPool(&PoolOptions{Size: 2, OnDemand: true, Protocol: testProtocol, Name: "echo worker"})
+	t.Cleanup(func() { p.Close() })
+	const limit = 128 << 20
+	p.Prestart(limit)
+	return p, limit
+}
+
 // TestPoolOnDemand checks how a pool that grows on demand starts workers: Prestart starts
 // one; a Get that waits for a busy worker takes it back if it comes back before the waits add
 // up to waitPerStart starts, and starts another once they do; a full pool starts none.
 func TestPoolOnDemand(t *testing.T) {
-	p := NewPool(&PoolOptions{Size: 2, OnDemand: true, Protocol: testProtocol, Name: "echo worker"})
-	defer p.Close()
-	const limit = 128 << 20
-	p.Prestart(limit)
+	p, limit := prestartedOnDemand(t)
 	p.Prestart(limit) // a worker of the limit is alive: no more
 	w1, err := p.Get(limit, "", false)
 	if err != nil {
@@ -131,10 +138,7 @@ func TestPoolOnDemandLimits(t *testing.T) {
 // TestPoolFill checks that Fill starts as many workers as the pool has room for, even when
 // it grows on demand.
 func TestPoolFill(t *testing.T) {
-	p := NewPool(&PoolOptions{Size: 2, OnDemand: true, Protocol: testProtocol, Name: "echo worker"})
-	defer p.Close()
-	const limit = 128 << 20
-	p.Prestart(limit)
+	p, limit := prestartedOnDemand(t)
 	p.Fill(limit)
 	p.Fill(limit) // full
 	deadline := time.Now().Add(time.Minute)
@@ -149,10 +153,7 @@ func TestPoolFill(t *testing.T) {
 // TestPoolOnDemandStarting checks that Gets that began to wait while the first worker started
 // count their waits from its start on, and start another worker with no other event.
 func TestPoolOnDemandStarting(t *testing.T) {
-	p := NewPool(&PoolOptions{Size: 2, OnDemand: true, Protocol: testProtocol, Name: "echo worker"})
-	defer p.Close()
-	const limit = 128 << 20
-	p.Prestart(limit)
+	p, limit := prestartedOnDemand(t)
 	got := make(chan *Worker, 2)
 	for range 2 {
 		go func() {
