@@ -133,6 +133,7 @@ func bounded(ts *testscript.TestScript, neg bool, args []string) {
 	r, w, err := os.Pipe()
 	ts.Check(err)
 	defer r.Close()
+	defer w.Close() // closed below too, unless the command fails the script first
 	start := time.Now()
 	runExits(ts, args[0], append([]string{"starpod-peak"}, args[3:]...), w)
 	if elapsed := time.Since(start); elapsed > maxTime {
