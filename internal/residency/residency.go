@@ -1,5 +1,7 @@
-// Package residency gives back to the system the pages of the program's own file that a
-// process touched while it started, so that its resident memory is what it uses afterwards.
+// Package residency manages how the system maps a process's memory: it gives back the pages
+// of the program's own file that the process touched while it started, so that its resident
+// memory is what it uses afterwards, and it has the heap grow in huge pages, so that a
+// short-lived process takes few page faults ([HugeHeap]).
 //
 // Starting a Go program touches code and read-only data all over its executable: the
 // runtime's tables, and the initialisation of every linked package, most of which a
