@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // TestFnExitCodes checks the exit codes of the KRM function: 0 with a warning, 1 with an
@@ -56,5 +58,30 @@ functionConfig:
 				t.Errorf("stdout:\n%s\nwant it to hold %q", stdout.String(), test.stdout)
 			}
 		})
+	}
+}
+
+func TestCommented(t *testing.T) {
+	for _, tc := range []struct {
+		doc  string
+		want bool
+	}{
+		{"a: 1\nb: [x, y]\n", false},
+		{"# head\na: 1\n", true},
+		{"a: 1 # line\n", true},
+		{"a:\n  b:\n    - c: 1\n      # foot of c\n", true},
+		{"a:\n  b:\n    - c: 1\n      d: 2 # deep\n", true},
+		{"a: '# no comment'\n", false},
+	} {
+		node, err := kyaml.Parse(tc.doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := commented(node.YNode()); got != tc.want {
+			t.Errorf("commented(%q) = %v, want %v", tc.doc, got, tc.want)
+		}
+	}
+	if commented(nil) {
+		t.Error("commented(nil) = true")
 	}
 }
