@@ -40,7 +40,8 @@ for target in \
 	./internal/convert:FuzzDecode:3000 ./internal/convert:FuzzRoundTrip:3000 ./internal/convert:FuzzDecodePodFast:3000 \
 	./internal/convert:FuzzRandomPod:500 ./internal/convert:FuzzTypedYAML:3000 ./internal/convert:FuzzDecodePodYAML:3000 \
 	./internal/stream:FuzzReader:3000 ./internal/stream:FuzzJSONToYAML:3000 \
-	./builtins:FuzzParsePath:3000 ./scheduler:FuzzParseApp:3000 ./engine:FuzzPodDecoder:3000; do
+	./builtins:FuzzParsePath:3000 ./scheduler:FuzzParseApp:3000 ./engine:FuzzPodDecoder:3000 \
+	./cmd/starpod:FuzzWriteResourceList:3000; do
 	IFS=: read -r pkg name inputs <<<"$target"
 	go test -run '^$' -fuzz "^${name}\$" -fuzztime "${FUZZTIME:-${inputs}x}" -fuzzminimizetime 2s "$pkg"
 done

@@ -46,7 +46,7 @@ func processList(rw *kio.ByteReadWriter, process func(*resourceList) error) erro
 			return err
 		}
 	}
-	if err := rw.Write(rl.Items); err != nil {
+	if err := writeResourceList(rw, rl.Items); err != nil {
 		return err
 	}
 	return processErr
