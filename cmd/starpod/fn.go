@@ -304,14 +304,16 @@ func (p *fnProcessor) Process(rl *resourceList) error {
 }
 
 // commented reports whether n or a node under it holds a comment.
-func commented(n *kyaml.Node) bool {
-	if n == nil {
-		return false
-	}
-	if n.HeadComment != "" || n.LineComment != "" || n.FootComment != "" {
-		return true
-	}
-	return slices.ContainsFunc(n.Content, commented)
+func commented(n *kyaml.Node) bool { return anyNode(n, hasComment) }
+
+// hasComment reports whether n itself holds a comment.
+func hasComment(n *kyaml.Node) bool {
+	return n.HeadComment != "" || n.LineComment != "" || n.FootComment != ""
+}
+
+// anyNode reports whether f holds for n or a node under it; n may be nil.
+func anyNode(n *kyaml.Node, f func(*kyaml.Node) bool) bool {
+	return n != nil && (f(n) || slices.ContainsFunc(n.Content, func(c *kyaml.Node) bool { return anyNode(c, f) }))
 }
 
 // compile compiles the --overlay-script files, the files of the functionConfig and its

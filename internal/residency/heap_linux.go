@@ -19,9 +19,9 @@ import (
 // A process's first page faults cost far more than its work on some machines (11 µs each
 // on paravirtualised ones, where the hypervisor maps every page), and a short-lived process
 // takes one for every page of heap it touches. Where the system's transparent huge pages are
-// "madvise" (Debian's and most distributions' default), the kernel gives them only to
-// mappings that ask, which the Go runtime does not; where they are "always", HugeHeap
-// changes nothing, and where "never", madvise fails and HugeHeap reports it.
+// "madvise" (a common default), the kernel gives them only to mappings that ask, which the
+// Go runtime does not; where they are "always", the heap has them anyway, and where "never",
+// madvise fails and HugeHeap reports it.
 //
 // Only the mapping that holds the heap so far and the n bytes changes: the runtime maps the
 // heap's later growth anew, in small pages. Resident memory grows by at most what rounding
