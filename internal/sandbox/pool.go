@@ -121,15 +121,14 @@ func (p *Pool) prestart(limit int64, all bool) {
 	}
 	p.mu.Unlock()
 	for range n {
-		since := time.Now()
 		w, err := p.spawn(limit)
 		if err != nil {
-			p.ready(limit, since, err)
+			p.ready(limit, nil, err)
 			continue
 		}
 		go func() {
 			err := w.handshake(p.opts.StartTimeout)
-			p.ready(limit, since, err)
+			p.ready(limit, w, err)
 			if err == nil {
 				p.Put(w)
 			}
@@ -225,9 +224,8 @@ func (p *Pool) Get(limit int64, key string, fresh bool) (*Worker, error) {
 			// No worker alive could serve the request: start one for it.
 			p.reserve(limit)
 			p.mu.Unlock()
-			since := time.Now()
 			w, err := p.start(limit)
-			p.ready(limit, since, err)
+			p.ready(limit, w, err)
 			if err != nil {
 				return nil, err
 			}
@@ -285,16 +283,16 @@ func (p *Pool) reserve(limit int64) {
 	p.demand.starting++
 }
 
-// ready ends the start of a worker of the memory limit begun at since: err is nil if the
-// worker is ready, which the caller then takes or puts, or else why it failed.
-func (p *Pool) ready(limit int64, since time.Time, err error) {
+// ready ends the start of a worker of the memory limit: err is nil if the worker w is ready,
+// which the caller then takes or puts, or else why it failed.
+func (p *Pool) ready(limit int64, w *Worker, err error) {
 	p.mu.Lock()
 	p.demand.tick()
 	p.demand.starting--
 	if err != nil {
 		p.retire(limit)
 	} else {
-		p.demand.cost = time.Since(since)
+		p.demand.cost = time.Since(w.born)
 	}
 	// Gets that waited while it started have no timer (see await): they look again.
 	p.cond.Broadcast()
@@ -311,9 +309,8 @@ func (p *Pool) retire(limit int64) {
 
 // grow starts a worker of the memory limit that Get reserved, and puts it in the pool.
 func (p *Pool) grow(limit int64) {
-	since := time.Now()
 	w, err := p.start(limit)
-	p.ready(limit, since, err)
+	p.ready(limit, w, err)
 	if err == nil {
 		p.Put(w)
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 
 // A Worker is one worker process, ready.
 type Worker struct {
-	pool    *Pool
+	pool    *Pool     // the pool that started or took it (see adopt)
+	born    time.Time // when its process started
 	limit   int64
 	child   *child
 	in      *bufio.Writer
@@ -28,6 +30,11 @@ type Worker struct {
 	out     *FrameReader
 	outFile *os.File
 	dead    bool
+
+	end struct {
+		sync.Mutex      // orders the end of the process and its adoption by another pool
+		gone       bool // set when the process has exited
+	}
 
 	progress *os.File // the worker's progress file, or nil (see Progress)
 
@@ -58,8 +65,17 @@ func (p *Pool) start(limit int64) (*Worker, error) {
 	return w, nil
 }
 
-// spawn starts a worker process with the memory limit, without waiting for it to be ready.
+// spawn starts a worker process with the memory limit, without waiting for it to be ready, or
+// takes the early worker if it serves p with the limit (see StartEarly).
 func (p *Pool) spawn(limit int64) (*Worker, error) {
+	if w := p.takeEarly(limit); w != nil {
+		return w, nil
+	}
+	return p.startProcess(limit)
+}
+
+// startProcess starts a worker process with the memory limit.
+func (p *Pool) startProcess(limit int64) (*Worker, error) {
 	if IsWorker() {
 		// A worker that starts workers would start them without end.
 		return nil, fmt.Errorf("starting an %s: this process was started as one, and must serve as one first thing in main", p.opts.Name)
@@ -90,14 +106,9 @@ func (p *Pool) spawn(limit int64) (*Worker, error) {
 		cmd.ExtraFiles = []*os.File{progress} // descriptor 4, progressFD
 		cmd.Env = append(cmd.Env, envProgress+"="+strconv.Itoa(progressFD))
 	}
-	w := &Worker{pool: p, limit: limit, inFile: inW, outFile: outR, progress: progress,
+	w := &Worker{pool: p, born: time.Now(), limit: limit, inFile: inW, outFile: outR, progress: progress,
 		in: bufio.NewWriterSize(inW, 64<<10), out: NewFrameReader(outR), Keys: NewCache[struct{}](p.opts.Keys)}
-	w.child, err = startChild(cmd, "worker", limit, func(x *exit) {
-		p.notePeak(x.peak())
-		p.mu.Lock()
-		delete(p.procs, w)
-		p.mu.Unlock()
-	})
+	w.child, err = startChild(cmd, "worker", limit, w.exited)
 	inR.Close()
 	outW.Close()
 	if err != nil {
@@ -111,6 +122,34 @@ func (p *Pool) spawn(limit int64) (*Worker, error) {
 	p.procs[w] = true
 	p.mu.Unlock()
 	return w, nil
+}
+
+// exited notes the end of the worker's process in its pool.
+func (w *Worker) exited(x *exit) {
+	w.end.Lock()
+	defer w.end.Unlock()
+	w.end.gone = true
+	p := w.pool
+	p.notePeak(x.peak())
+	p.mu.Lock()
+	delete(p.procs, w)
+	p.mu.Unlock()
+}
+
+// adopt makes the worker p's, and reports whether its process is still alive: a worker that
+// has exited stays its first pool's.
+func (w *Worker) adopt(p *Pool) bool {
+	w.end.Lock()
+	defer w.end.Unlock()
+	if w.end.gone {
+		return false
+	}
+	w.pool = p
+	p.mu.Lock()
+	p.procs[w] = true
+	p.mu.Unlock()
+	p.started.Add(1)
+	return true
 }
 
 // handshake exchanges hellos with a new worker, which says it is ready once it has limited

@@ -1,0 +1,72 @@
+// Package early starts the overlay worker of a starpod command as the program starts: from
+// its init, which runs before those of the packages that import it. A starpod process spends
+// tens of milliseconds initialising its packages where page faults are slow, and a worker as
+// long again; started here, the worker's start runs beside the parent's on another processor
+// instead of after it. The worker pool of the command takes it (see sandbox.StartEarly).
+//
+// It starts one only for the commands that would start one anyway, as soon as they compile
+// their overlays: apply with --overlay-script, and run, when their overlays run in workers
+// with the default memory limit. Any other command, --help, --isolation other than
+// worker or a --max-memory of its own leaves the start to the command.
+package early
+
+import (
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/starpod/starpod/internal/sandbox"
+)
+
+// MaxMemory is the default memory limit of an overlay worker: the default of --max-memory.
+const MaxMemory = 512 << 20
+
+// Args are the arguments of the starpod binary that make it an overlay worker.
+var Args = []string{"worker"}
+
+// Path returns the program of overlay workers: this one.
+var Path = sync.OnceValue(func() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return os.Args[0]
+	}
+	return exe
+})
+
+func init() {
+	if wantsWorker(os.Args[1:]) {
+		sandbox.StartEarly(&sandbox.PoolOptions{Path: Path(), Args: Args}, MaxMemory)
+	}
+}
+
+// wantsWorker reports whether the command line args (without the program's name) runs a
+// command that starts an overlay worker of the default memory limit.
+func wantsWorker(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	overlays := args[0] == "run"
+	if !overlays && args[0] != "apply" {
+		return false
+	}
+	for i, arg := range args[1:] {
+		if arg == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(arg, "=")
+		switch name {
+		case "--help", "--max-memory":
+			return false
+		case "--isolation":
+			if !hasValue && i+2 < len(args) {
+				value = args[i+2]
+			}
+			if value != "worker" {
+				return false
+			}
+		case "--overlay-script":
+			overlays = true
+		}
+	}
+	return overlays
+}
