@@ -3,6 +3,7 @@ package residency
 import (
 	"bytes"
 	"os"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"unsafe"
@@ -17,9 +18,13 @@ func TestHugeHeap(t *testing.T) {
 		t.Skipf("the kernel gives no transparent huge pages (%q, %v)", mode, err)
 	}
 	const n = 32 << 20
+	defer debug.SetGCPercent(debug.SetGCPercent(150))
 	advised, err := HugeHeap(n)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := debug.SetGCPercent(150); got != 150 {
+		t.Errorf("after HugeHeap the collector's percent is %d, want 150 as before", got)
 	}
 	if advised < n {
 		t.Errorf("advised %d bytes, want at least %d", advised, n)
