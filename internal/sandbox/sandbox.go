@@ -110,8 +110,13 @@ func Enter() error {
 	}
 	if role == "worker" {
 		joinMemoryCgroup(limit) // best effort
+		// The ballast and the heap's huge pages come with the collector off, and its one
+		// collection at the end of HugeHeap: so far above the heap's goal, each allocation
+		// would begin a collection at once and help mark the heap first.
+		gcPercent := debug.SetGCPercent(-1)
 		ballast = make([]byte, extra)
 		residency.HugeHeap(int(min(limit/8, maxHugeHeap))) // best effort
+		debug.SetGCPercent(gcPercent)
 		enterProgress()
 	}
 	return nil
