@@ -142,6 +142,24 @@ func TestWriteResourceListEach(t *testing.T) {
 	}
 }
 
+// TestWriteResourceListPlaceholder checks a list whose own text holds the placeholder's line,
+// in a functionConfig that is a sequence: the text is still kyaml's, with that line once.
+func TestWriteResourceListPlaceholder(t *testing.T) {
+	in := listHead + `- apiVersion: v1
+  kind: Pod
+  metadata: {name: p}
+functionConfig:
+- ` + placeholderText
+	want, wantErr := writeListBoth(t, in, false)
+	got, gotErr := writeListBoth(t, in, true)
+	if gotErr != nil || wantErr != nil || got != want {
+		t.Fatalf("got (err %v):\n%s\nwant (err %v):\n%s", gotErr, got, wantErr, want)
+	}
+	if n := strings.Count(got, "\n- "+placeholderText); n != 1 {
+		t.Errorf("the output holds the placeholder's line %d times, want once, the functionConfig's:\n%s", n, got)
+	}
+}
+
 // FuzzWriteResourceList compares writeResourceList with kyaml's writer on any ResourceList
 // kyaml reads.
 func FuzzWriteResourceList(f *testing.F) {
