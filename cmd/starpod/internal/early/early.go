@@ -6,7 +6,7 @@
 //
 // It starts one only for the commands that would start one anyway, as soon as they compile
 // their overlays: apply with --overlay-script, and run, when their overlays run in workers
-// with the default memory limit. Any other command, --help, --isolation other than
+// with the default memory limit. Any other command, -h or --help, --isolation other than
 // worker or a --max-memory of its own leaves the start to the command.
 package early
 
@@ -45,10 +45,16 @@ func wantsWorker(args []string) bool {
 	if len(args) == 0 {
 		return false
 	}
-	overlays := args[0] == "run"
-	if !overlays && args[0] != "apply" {
+	run := args[0] == "run"
+	overlays := run
+	if !run && args[0] != "apply" {
 		return false
 	}
+	// Run's flags end at its first argument, the app or the component, whose own flags
+	// follow: -h there is a component's (TorchX's named resources), not help. Not knowing
+	// which flags of run take a value, a -h after any argument that is not a flag is taken
+	// for a component's: at worst a worker starts for nothing.
+	positional := false
 	for i, arg := range args[1:] {
 		if arg == "--" {
 			break
@@ -57,6 +63,10 @@ func wantsWorker(args []string) bool {
 		switch name {
 		case "--help", "--max-memory":
 			return false
+		case "-h":
+			if !run || !positional {
+				return false
+			}
 		case "--isolation":
 			if !hasValue && i+2 < len(args) {
 				value = args[i+2]
@@ -66,6 +76,8 @@ func wantsWorker(args []string) bool {
 			}
 		case "--overlay-script":
 			overlays = true
+		default:
+			positional = positional || !strings.HasPrefix(arg, "-")
 		}
 	}
 	return overlays

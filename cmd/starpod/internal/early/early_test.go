@@ -30,6 +30,10 @@ func TestWantsWorker(t *testing.T) {
 		{"run --isolation none app.yaml", false},
 		{"run app.yaml -- --isolation none", true}, // after --, arguments of the app
 		{"run --help", false},
+		{"run -h", false},
+		{"run --dry-run -h app.yaml", false},
+		{"apply -h", false},
+		{"apply --overlay-script gpu.star -f pods.yaml -h", false},
 	} {
 		if got := wantsWorker(strings.Fields(tc.args)); got != tc.want {
 			t.Errorf("wantsWorker(%q) = %v, want %v", tc.args, got, tc.want)
