@@ -6,6 +6,7 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -71,16 +72,18 @@ type exit struct {
 	// inherited is the parent's peak resident set size when the child started, which the
 	// system may report as the child's own (see peak).
 	inherited int64
+	published int64 // the last peak resident set size the child published in its page, or 0
 }
 
-// peak returns the child's peak resident set size in bytes, or 0 when it is unknown: where
-// the system reports no more than the peak the parent had when it started the child, which a
-// child started by vfork takes as the first peak of its own.
+// peak returns the child's peak resident set size in bytes, or 0 when it is unknown. The
+// system's report counts only where it is above the peak the parent had when it started the
+// child, which a child started by vfork takes as the first peak of its own; below, the peak
+// is the last the child published of its own (see publishPeak), if it did.
 func (x *exit) peak() int64 {
 	if p := exitPeakRSS(x.state); p > x.inherited {
-		return p
+		return max(p, x.published)
 	}
-	return 0
+	return x.published
 }
 
 // memory reports whether the child died of its memory limit: its cgroup's out-of-memory
@@ -103,13 +106,13 @@ func (x *exit) memory() bool {
 }
 
 // why returns what a child that did not die of memory died of: the process state, and the
-// line of standard error that names the fatal error or panic, or its last line.
+// line of standard error that names the fatal error, panic or signal, or its last line.
 func (x *exit) why() string {
 	msg := x.state.String()
 	line := lastLine(x.stderr)
 	if x.runtimeDied() {
 		for _, l := range strings.Split(x.stderr, "\n") {
-			if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") {
+			if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || hasSignalPrefix(l) {
 				line = l
 				break
 			}
@@ -146,11 +149,15 @@ func fatalMemory(stderr string) bool {
 // runtimeCrash reports whether what a dead Go runtime printed says it crashed of a signal,
 // not a panic of Go code.
 func runtimeCrash(stderr string) bool {
-	for _, line := range strings.Split(stderr, "\n") {
-		for _, prefix := range []string{"SIGSEGV: ", "SIGBUS: ", "unexpected fault address", "fatal error: unexpected signal"} {
-			if strings.HasPrefix(line, prefix) {
-				return true
-			}
+	return slices.ContainsFunc(strings.Split(stderr, "\n"), hasSignalPrefix)
+}
+
+// hasSignalPrefix reports whether a line of a crash report begins with the words of the
+// runtime that name a signal it crashed of.
+func hasSignalPrefix(line string) bool {
+	for _, prefix := range []string{"SIGSEGV: ", "SIGBUS: ", "unexpected fault address", "fatal error: unexpected signal"} {
+		if strings.HasPrefix(line, prefix) {
+			return true
 		}
 	}
 	return false

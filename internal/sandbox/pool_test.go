@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -51,7 +53,8 @@ var (
 // with its GOMAXPROCS, 'n' by setting its progress to its body (and 'N' by then dying of
 // its memory limit), 'w' by steps of its progress before it answers, 'x' by frames aside
 // from its answers before it hangs, 'k' by setting its mark to its body (and 'K' by then dying
-// of its memory limit), 'j' by marks before it answers.
+// of its memory limit), 'j' by marks before it answers, 'v' by dying of a signal once it
+// keeps as many MiB as its body says and has published its peak.
 func echo(in *FrameReader, out *bufio.Writer) error {
 	for {
 		kind, body, err := in.Next()
@@ -119,6 +122,26 @@ func echo(in *FrameReader, out *bufio.Writer) error {
 				}
 				time.Sleep(d)
 			}
+			time.Sleep(time.Hour)
+		case 'v':
+			// As a collector that finds no memory dies: of a signal, with no word of memory.
+			mib, err := strconv.Atoi(string(body))
+			if err != nil {
+				return err
+			}
+			for range mib {
+				allocate(1 << 20)
+			}
+			want := uint64(peakRSS(os.Getpid()))
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+				if peakWord == nil || atomic.LoadUint64(peakWord) >= want {
+					break
+				}
+				runtime.GC() // the peak is published after a collection
+				time.Sleep(time.Millisecond)
+			}
+			self, _ := os.FindProcess(os.Getpid())
+			self.Signal(syscall.SIGSEGV)
 			time.Sleep(time.Hour)
 		case 'j':
 			// "N,MS": a mark every MS milliseconds, N times, then an answer.
@@ -352,8 +375,7 @@ func TestPoolPeakNotInherited(t *testing.T) {
 		t.Skip("peaks are read from /proc")
 	}
 	// This process's peak passes 256 MiB, which no worker's does here. The tests after
-	// this one start workers from a process of its peak again: a worker that then dies of
-	// a signal would not have a known peak to call it a memory death by.
+	// this one start workers from a process of its peak again.
 	defer resetPeak(t)
 	grow := make([]byte, 256<<20)
 	for i := 0; i < len(grow); i += 4096 {
@@ -372,6 +394,61 @@ func TestPoolPeakNotInherited(t *testing.T) {
 	p.Close() // the worker exits
 	if peak := p.Stats().PeakRSS; alive <= 0 || peak != alive {
 		t.Errorf("peak memory %d MiB after the worker exited, %d MiB while it lived: want the same, under 256 MiB", peak>>20, alive>>20)
+	}
+}
+
+// TestPoolSignalOfMemory checks that a worker that dies of a signal inside its runtime, with a
+// peak of a quarter of its limit or more, dies of memory, even where the parent's own peak is
+// larger (the system then reports the parent's as the worker's); and that a worker that dies
+// of the same signal well below that peak crashed.
+func TestPoolSignalOfMemory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("peaks are published in memory files and read from /proc")
+	}
+	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol, Name: "echo worker"})
+	defer p.Close()
+	opts := CallOptions{First: 20 * time.Second}
+	die := func(limit int64, mib int64) (*Failure, *exit) {
+		t.Helper()
+		w, err := p.Get(limit, "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Put(w)
+		err = w.Call(context.Background(), &call{kind: 'v', body: fmt.Sprint(mib)}, opts)
+		var f *Failure
+		if !errors.As(err, &f) {
+			t.Fatalf("a worker that dies of a signal: got %v, want a failure", err)
+		}
+		if x := w.child.exit; !runtimeCrash(x.stderr) {
+			t.Fatalf("the worker's standard error does not say it died of a signal in the runtime: %q", x.stderr)
+		}
+		return f, w.child.exit
+	}
+
+	// Far below a quarter of a limit of 512 MiB (a worker holds 20 to 28 MiB at its start).
+	if f, _ := die(512<<20, 0); f.Reason != Crashed || !strings.Contains(f.Error(), "SIGSEGV") {
+		t.Errorf("a signal, far below the limit: got %v, want a crash that names the signal", f)
+	}
+
+	// A quarter of the limit and more, from a parent whose peak is larger than the worker's.
+	const limit = MinMemory
+	keep := int64(limit*RaceMemoryFactor/4>>20 + 8)
+	defer resetPeak(t)
+	grow := make([]byte, (2*keep+128)<<20)
+	for i := 0; i < len(grow); i += 4096 {
+		grow[i] = 1
+	}
+	runtime.KeepAlive(grow)
+	grow = nil
+	debug.FreeOSMemory()
+	f, x := die(limit, keep)
+	if reported := exitPeakRSS(x.state); reported > x.inherited {
+		t.Fatalf("the system reports the worker's peak (%d MiB), not the parent's (%d MiB): the parent must grow more for the test", reported>>20, x.inherited>>20)
+	}
+	if f.Reason != Memory {
+		t.Errorf("a signal at %d MiB of a %d MiB limit, the parent at %d MiB: got %v (peak published %d MiB), want a failure of memory",
+			keep, limit>>20, x.inherited>>20, f, x.published>>20)
 	}
 }
 

@@ -24,6 +24,9 @@ type child struct {
 	exited chan struct{} // closed when the process has exited and exit is set
 	exit   *exit
 	onExit func(*exit) // called before exited is closed, if not nil
+	// page is the child's page (see progress.go), or nil: the caller closes it once the
+	// child has exited.
+	page *os.File
 }
 
 // maxCrashReport bounds the start, and the end, of a crash report the parent keeps.
@@ -39,9 +42,15 @@ func startChild(cmd *exec.Cmd, role string, limit int64, onExit func(*exit)) (*c
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, envRole+"="+role, envMemory+"="+strconv.FormatInt(limit, 10))
-	cmd.ExtraFiles = append([]*os.File{crashW}, cmd.ExtraFiles...) // descriptor 3, crashFD, then the caller's
+	files := []*os.File{crashW} // descriptor 3, crashFD
+	page := newProgress()
+	if page != nil {
+		files = append(files, page) // descriptor 4, progressFD
+		cmd.Env = append(cmd.Env, envProgress+"="+strconv.Itoa(progressFD))
+	}
+	cmd.ExtraFiles = append(files, cmd.ExtraFiles...) // then the caller's
 	c := &child{cmd: cmd, limit: limit, crash: &tail{max: maxCrashReport}, stderr: &tail{max: 8 << 10},
-		exited: make(chan struct{}), onExit: onExit}
+		exited: make(chan struct{}), onExit: onExit, page: page}
 	if cmd.Stderr == nil {
 		cmd.Stderr = c.stderr
 	} else {
@@ -54,6 +63,9 @@ func startChild(cmd *exec.Cmd, role string, limit int64, onExit func(*exit)) (*c
 	crashW.Close()
 	if err != nil {
 		crashR.Close()
+		if page != nil {
+			page.Close()
+		}
 		return nil, err
 	}
 	crashed := make(chan struct{})
@@ -66,8 +78,9 @@ func startChild(cmd *exec.Cmd, role string, limit int64, onExit func(*exit)) (*c
 		cmd.Wait()
 		<-crashed
 		pid := cmd.Process.Pid
+		published, _ := readWord(page, peakIndex)
 		c.exit = &exit{state: cmd.ProcessState, crash: c.crash.String(), stderr: c.stderr.String(),
-			oomKills: cgroupOOMKills(pid), limit: limit, inherited: inherited}
+			oomKills: cgroupOOMKills(pid), limit: limit, inherited: inherited, published: int64(published)}
 		removeCgroup(pid)
 		if c.onExit != nil {
 			c.onExit(c.exit)
@@ -104,6 +117,9 @@ func (c *Cmd) Run() error {
 	}
 	c.child = ch
 	<-ch.exited
+	if ch.page != nil {
+		ch.page.Close()
+	}
 	return nil
 }
 

@@ -7,8 +7,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// newProgress returns a worker's progress file: a memory file of one page, which the worker
-// maps and the parent reads. It returns nil if the system refuses one.
+// newProgress returns a child's page: a memory file of one page, which the child maps and the
+// parent reads. It returns nil if the system refuses one.
 func newProgress() *os.File {
 	fd, err := unix.MemfdCreate("starpod-progress", unix.MFD_CLOEXEC)
 	if err != nil {
@@ -22,14 +22,14 @@ func newProgress() *os.File {
 	return f
 }
 
-// mapProgress maps the progress file f shared with the parent, and returns its first two
-// words (the progress and the mark), or nils. The mapping lives as long as the process.
-func mapProgress(f *os.File) (progress, mark *uint64) {
+// mapProgress maps the page f shared with the parent, and returns its words, or nil. The
+// mapping lives as long as the process.
+func mapProgress(f *os.File) *[pageWords]uint64 {
 	defer f.Close()
 	mem, err := unix.Mmap(int(f.Fd()), 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		return nil, nil
+		return nil
 	}
 	// A page is aligned for a uint64.
-	return (*uint64)(unsafe.Pointer(&mem[0])), (*uint64)(unsafe.Pointer(&mem[8]))
+	return (*[pageWords]uint64)(unsafe.Pointer(&mem[0]))
 }

@@ -5,8 +5,8 @@
 // (and, where a cgroup v2 memory controller is writable, puts it in a cgroup of its own with
 // memory.max) before it reads anything untrusted, and makes the Go runtime write its fatal
 // errors to a pipe of the parent as well as to standard error. Why a child died then comes
-// from that crash report, the signal that ended it (ProcessState) and its cgroup's count of
-// out-of-memory kills: see [Failure] and exit.memory.
+// from that crash report, the signal that ended it (ProcessState), its cgroup's count of
+// out-of-memory kills and the peak memory it published: see [Failure] and exit.memory.
 //
 // To run long-lived workers that answer requests, use a [Pool]: [Pool.Get] returns a ready
 // [Worker] (one that has limited its memory and said hello), [Worker.Call] sends one request
@@ -117,8 +117,8 @@ func Enter() error {
 		ballast = make([]byte, extra)
 		residency.HugeHeap(int(min(limit/8, maxHugeHeap))) // best effort
 		debug.SetGCPercent(gcPercent)
-		enterProgress()
 	}
+	enterProgress()
 	return nil
 }
 

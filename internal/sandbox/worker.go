@@ -36,7 +36,7 @@ type Worker struct {
 		gone       bool // set when the process has exited
 	}
 
-	progress *os.File // the worker's progress file, or nil (see Progress)
+	progress *os.File // the worker's page, or nil (see Progress)
 
 	// Keys is the caller's account of the work the worker holds, such as compiled scripts,
 	// which Get prefers to find again.
@@ -101,12 +101,7 @@ func (p *Pool) startProcess(limit int64) (*Worker, error) {
 	cmd := exec.Command(path, p.opts.Args...)
 	cmd.Stdin, cmd.Stdout = inR, outW
 	cmd.Env = append(os.Environ(), envProcs+"="+strconv.Itoa(max(runtime.GOMAXPROCS(0)/p.opts.Size, 1)))
-	progress := newProgress()
-	if progress != nil {
-		cmd.ExtraFiles = []*os.File{progress} // descriptor 4, progressFD
-		cmd.Env = append(cmd.Env, envProgress+"="+strconv.Itoa(progressFD))
-	}
-	w := &Worker{pool: p, born: time.Now(), limit: limit, inFile: inW, outFile: outR, progress: progress,
+	w := &Worker{pool: p, born: time.Now(), limit: limit, inFile: inW, outFile: outR,
 		in: bufio.NewWriterSize(inW, 64<<10), out: NewFrameReader(outR), Keys: NewCache[struct{}](p.opts.Keys)}
 	w.child, err = startChild(cmd, "worker", limit, w.exited)
 	inR.Close()
@@ -114,9 +109,9 @@ func (p *Pool) startProcess(limit int64) (*Worker, error) {
 	if err != nil {
 		inW.Close()
 		outR.Close()
-		w.closeProgress()
 		return nil, fmt.Errorf("starting an %s: %v", p.opts.Name, err)
 	}
+	w.progress = w.child.page
 	p.started.Add(1)
 	p.mu.Lock()
 	p.procs[w] = true
@@ -223,7 +218,7 @@ func (w *Worker) stop() {
 	w.closeProgress()
 }
 
-// closeProgress closes the worker's progress file, if it has one.
+// closeProgress closes the worker's page, if it has one, once its process has exited.
 func (w *Worker) closeProgress() {
 	if w.progress != nil {
 		w.progress.Close()
