@@ -282,8 +282,19 @@ measure_pair() {
 # sum of the resident memory of CMD and all its descendants at one time, and the largest peak
 # of any one of them (its VmHWM, which the kernel keeps), both sampled every 20 ms. The peak
 # of one process comes from /proc rather than from /usr/bin/time, which counts only the
-# processes CMD waited for: CMD may exit before its workers do.
+# processes CMD waited for: CMD may exit before its workers do. A run short enough to end
+# before a sample saw it is run again, three times at most.
 tree_rss() {
+	local try out
+	for try in 1 2 3; do
+		out=$(tree_rss_once "$@") || return 1
+		if [ "${out%% *}" -gt 0 ]; then break; fi
+	done
+	echo "$out"
+}
+
+# tree_rss_once CMD... is one run of tree_rss: "0 0" if no sample saw CMD.
+tree_rss_once() {
 	"$@" >/dev/null 2>&1 &
 	local pid=$! peak=0 one=0 cur
 	while kill -0 "$pid" 2>/dev/null; do
