@@ -5,7 +5,8 @@
 // instead of after it. The worker pool of the command takes it (see sandbox.StartEarly).
 //
 // It starts one only for the commands that would start one anyway, as soon as they compile
-// their overlays: apply with --overlay-script, and run, when their overlays run in workers
+// their overlays: apply with --overlay-script, run, and fn (a KRM function, which compiles
+// its overlays only once it has read its whole input), when their overlays run in workers
 // with the default memory limit. Any other command, -h or --help, --isolation other than
 // worker or a --max-memory of its own leaves the start to the command.
 package early
@@ -46,8 +47,10 @@ func wantsWorker(args []string) bool {
 		return false
 	}
 	run := args[0] == "run"
-	overlays := run
-	if !run && args[0] != "apply" {
+	// Run and fn always run overlays (fn may name them in its functionConfig, on standard
+	// input); apply only with --overlay-script.
+	overlays := run || args[0] == "fn"
+	if !overlays && args[0] != "apply" {
 		return false
 	}
 	// Run's flags end at its first argument, the app or the component, whose own flags

@@ -33,6 +33,12 @@ func TestWantsWorker(t *testing.T) {
 		{"run -h", false},
 		{"run --dry-run -h app.yaml", false},
 		{"apply -h", false},
+		{"fn", true},
+		{"fn --overlay-script gpu.star", true},
+		{"fn --isolation none", false},
+		{"fn --max-memory 1Gi", false},
+		{"fn -h", false},
+		{"fn --help", false},
 		{"apply --overlay-script gpu.star -f pods.yaml -h", false},
 	} {
 		if got := wantsWorker(strings.Fields(tc.args)); got != tc.want {
