@@ -21,11 +21,8 @@ import (
 
 // apply parses the documents of b, applies the chain to their pods and pod templates and
 // encodes every document, up to the first document that fails, whose error goes before any
-// error of reading: in a worker when it can (see applyInWorker), else here.
+// error of reading.
 func (p *pipeline) apply(ctx context.Context, b *batch) {
-	if p.inWorkers && p.applyInWorker(ctx, b) {
-		return
-	}
 	p.applyHere(ctx, b)
 }
 

@@ -58,9 +58,6 @@ type batch struct {
 	err  error         // the error of the first document that failed, or of reading after docs
 	out  [][]byte      // the output of each document before the error, set by an applier
 	done chan struct{} // closed when out and err are final
-	// answer is the memory out aliases, if a worker wrote it (see applyInWorker), which
-	// is used again once out is written.
-	answer []byte
 }
 
 // run applies p.chain to every document of files and writes the output to w. Nothing that
@@ -107,7 +104,6 @@ func (p *pipeline) run(files []string, jobs int, w io.Writer) error {
 			}
 		}
 		b.out = nil
-		taskMemory.put(b.answer)
 		if b.err != nil {
 			failed = b.err
 			cancel()
