@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/starpod/starpod/internal/bound"
-	"github.com/starpod/starpod/internal/stream"
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -156,12 +155,8 @@ func (app *App) validateTasks() *field.Error {
 		total, MaxTasks, bound.FormatSize(MaxJobBytes)))
 }
 
-// jsonSize returns the size of the JSON of v, counted straight from v where stream.JSONSize
-// counts it, without the text.
+// jsonSize returns the size of the JSON of v.
 func jsonSize(v any) (int64, error) {
-	if n, ok := stream.JSONSize(v); ok {
-		return n, nil
-	}
 	data, err := json.Marshal(v)
 	return int64(len(data)), err
 }

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -159,15 +158,16 @@ const tasksPrefix = "spec:\n  tasks:\n"
 // document of many tasks slow and large. Each task is printed where it sits in the job,
 // as the only item of spec.tasks (by marshalTaskYAML), so that its text (indentation, lines
 // wrapped at a column) is the text it has in the whole document; tasks holds these texts
-// if they are printed already. The job is then printed with the tasks' texts as the block of
-// spec.tasks (a stream.Block). It reports false if the job cannot be printed that way.
+// if they are printed already. The job without its tasks is then printed around them (by
+// headYAML). It reports false if the job cannot be printed that way.
 func marshalTasksYAML(job *vcbatch.Job, tasks [][]byte) (pieces, bool, error) {
 	var errs []error
 	if tasks == nil {
 		tasks, errs = make([][]byte, len(job.Spec.Tasks)), make([]error, len(job.Spec.Tasks))
 		printTasks(job.Spec.Tasks, tasks, errs)
 	}
-	block := make(stream.Block, len(tasks))
+	text := make(pieces, 0, len(tasks)+2)
+	text = append(text, nil)
 	for t, data := range tasks {
 		if errs != nil && errs[t] != nil {
 			return nil, false, errs[t]
@@ -175,59 +175,46 @@ func marshalTasksYAML(job *vcbatch.Job, tasks [][]byte) (pieces, bool, error) {
 		if !bytes.HasPrefix(data, []byte(tasksPrefix)) {
 			return nil, false, nil
 		}
-		block[t] = data[len(tasksPrefix):]
+		text = append(text, data[len(tasksPrefix):])
 	}
-
-	if text, ok := typedJobYAML(job, block); ok {
-		return text, true, nil
+	before, after, ok, err := headYAML(job)
+	if !ok || err != nil {
+		return nil, false, err
 	}
-	text, ok, err := jsonJobYAML(job, block)
-	return pieces{text}, ok, err
+	text[0] = before
+	return append(text, after), true, nil
 }
 
-// typedJobYAML prints the job as jsonJobYAML does, but straight from its fields, with block,
-// the texts of its tasks, as pieces of the text; it reports false if the typed printer
-// declines the job.
-func typedJobYAML(job *vcbatch.Job, block stream.Block) (pieces, bool) {
-	head := *job
-	head.Spec.Tasks = nil
-	head.Status = vcbatch.JobStatus{} // clean takes it out, empty or not
-	before, after, ok := stream.YAMLOptions{Prune: true}.MarshalTypedYAMLSplit(&head, &head.Spec.Tasks, &head.Status)
-	if !ok || !bytes.HasSuffix(before, []byte("\n"+tasksPrefix[len("spec:\n"):])) {
-		return nil, false
-	}
-	text := make(pieces, 0, len(block)+2)
-	text = append(text, before)
-	text = append(text, block...)
-	return append(text, after), true
-}
+// tasksMark stands for the tasks of a job in the text headYAML prints: a plain scalar, which
+// prints as itself.
+const tasksMark = "starpod-tasks-c2f1d9e04b7a"
 
-// jsonJobYAML prints the job, whose tasks' texts block holds, from its JSON text: the job
-// without its tasks, cleaned, with block as the block of spec.tasks. It reports false if it
-// cannot print the job so.
-func jsonJobYAML(job *vcbatch.Job, block stream.Block) ([]byte, bool, error) {
+// headYAML prints the job as Marshal does, without its tasks, and returns the text up to and
+// with the line "  tasks:" of spec, and the text after the tasks. It prints the job with
+// tasksMark for spec.tasks and cuts the text at that line; it reports false if it cannot.
+func headYAML(job *vcbatch.Job) (before, after []byte, ok bool, err error) {
 	head := *job
 	head.Spec.Tasks = nil
-	data, err := json.Marshal(&head)
+	obj, err := object(&head)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	ok := false
-	text, err := stream.JSONToYAML(data, func(v any) {
-		obj, _ := v.(map[string]any)
-		clean(obj)
-		if spec, isMap := obj["spec"].(map[string]any); isMap {
-			spec["tasks"] = block
-			ok = true
-		}
-	})
-	if errors.Is(err, stream.ErrBlock) {
-		return nil, false, nil
+	spec, isMap := obj["spec"].(map[string]any)
+	if !isMap {
+		return nil, nil, false, nil
 	}
-	if err != nil || !ok {
-		return nil, false, err
+	spec["tasks"] = tasksMark
+	text, err := stream.MarshalYAML(obj)
+	if err != nil {
+		return nil, nil, false, err
 	}
-	return text, true, nil
+	line := []byte("\n  tasks: " + tasksMark + "\n")
+	i := bytes.Index(text, line)
+	if i < 0 || bytes.Count(text, line) != 1 {
+		return nil, nil, false, nil
+	}
+	before = append(text[:i+1:i+1], "  tasks:\n"...)
+	return before, text[i+len(line):], true, nil
 }
 
 // printTasks sets texts[t] and errs[t] to what marshalTaskYAML gives for tasks[t], printing
@@ -255,49 +242,19 @@ func printTasks(tasks []vcbatch.TaskSpec, texts [][]byte, errs []error) {
 
 // marshalTaskYAML returns the YAML of {spec: {tasks: [task]}}.
 func marshalTaskYAML(task *vcbatch.TaskSpec) ([]byte, error) {
-	if text, ok := typedTaskYAML(task); ok {
-		return text, nil
-	}
-	data, err := json.Marshal(task)
-	if err != nil {
-		return nil, err
-	}
-	return jsonTaskYAML(data)
+	text, _, err := printTask(task)
+	return text, err
 }
 
 // printTask returns the YAML of {spec: {tasks: [task]}}, as marshalTaskYAML does, and the
-// size of the task's JSON, as jsonSize counts it: the typed printer counts it as it prints.
+// size of the task's JSON, as jsonSize counts it.
 func printTask(task *vcbatch.TaskSpec) ([]byte, int64, error) {
-	var doc taskDoc
-	doc.Spec.Tasks[0] = task
-	if text, size, ok := (stream.YAMLOptions{Prune: true}).MarshalTypedYAMLSize(&doc); ok {
-		return text, size - taskDocJSON, nil
-	}
 	data, err := json.Marshal(task)
 	if err != nil {
 		return nil, 0, err
 	}
 	text, err := jsonTaskYAML(data)
 	return text, int64(len(data)), err
-}
-
-// taskDocJSON is the length of the JSON of a taskDoc but its task's: {"spec":{"tasks":[]}}.
-const taskDocJSON = int64(len(`{"spec":{"tasks":[]}}`))
-
-// A taskDoc is {spec: {tasks: [task]}}, for the typed printer.
-type taskDoc struct {
-	Spec struct {
-		Tasks [1]*vcbatch.TaskSpec `json:"tasks"`
-	} `json:"spec"`
-}
-
-// typedTaskYAML prints the YAML of {spec: {tasks: [task]}} straight from the task, as
-// jsonTaskYAML prints it from its JSON text, several times faster; it reports false if the
-// typed printer declines it.
-func typedTaskYAML(task *vcbatch.TaskSpec) ([]byte, bool) {
-	var doc taskDoc
-	doc.Spec.Tasks[0] = task
-	return stream.YAMLOptions{Prune: true}.MarshalTypedYAML(&doc)
 }
 
 // jsonTaskYAML returns the YAML of {spec: {tasks: [task]}} from the JSON of the task.

@@ -12,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
-
-	"github.com/starpod/starpod/internal/stream"
 )
 
 // TestMarshalTasks checks that the YAML of a job of several tasks, printed a task at a time,
@@ -60,8 +58,6 @@ func TestMarshalTasks(t *testing.T) {
 		}
 		job.Spec.Tasks = append(job.Spec.Tasks, task)
 	}
-	// Each task prints from its fields as from its JSON text, where the typed printer takes it.
-	typed := 0
 	for i := range job.Spec.Tasks {
 		task := &job.Spec.Tasks[i]
 		// printTask prints the same text, and counts the length of the task's JSON.
@@ -75,25 +71,6 @@ func TestMarshalTasks(t *testing.T) {
 		if data, err := json.Marshal(task); err != nil || size != int64(len(data)) {
 			t.Errorf("task %d: printTask counts %d, json.Marshal gives %d bytes (error %v)", i, size, len(data), err)
 		}
-		got, ok := typedTaskYAML(task)
-		if !ok {
-			continue
-		}
-		typed++
-		data, err := json.Marshal(task)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := jsonTaskYAML(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(string(want), string(got)); diff != "" {
-			t.Errorf("task %d: (-JSON +typed):\n%s", i, diff)
-		}
-	}
-	if typed < len(job.Spec.Tasks)/2 {
-		t.Errorf("the typed printer printed %d of %d tasks, want most", typed, len(job.Spec.Tasks))
 	}
 	obj, err := object(job)
 	if err != nil {
@@ -122,35 +99,25 @@ func TestMarshalTasks(t *testing.T) {
 		t.Errorf("Marshal does not print the tasks one at a time")
 	}
 
-	// The job around its tasks prints from its fields as from its JSON text: with a status
-	// (left out), a time, and the other members of spec before and after tasks.
-	texts := make([][]byte, len(job.Spec.Tasks))
-	for i := range job.Spec.Tasks {
-		if texts[i], err = marshalTaskYAML(&job.Spec.Tasks[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	block := make(stream.Block, len(texts))
-	for i, text := range texts {
-		block[i] = text[len(tasksPrefix):]
-	}
+	// The job around its tasks prints as the whole job does: with a status (left out), a
+	// time, and the other members of spec before and after tasks.
 	more := job.DeepCopy()
 	more.CreationTimestamp = metav1.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	more.Spec.TTLSecondsAfterFinished = ptr(int32(60))
 	more.Spec.MinAvailable, more.Spec.MaxRetry, more.Spec.SchedulerName = 3, 2, "volcano"
 	more.Spec.Volumes = []vcbatch.VolumeSpec{{MountPath: "/data", VolumeClaimName: "claim"}}
 	more.Status = vcbatch.JobStatus{State: vcbatch.JobState{Phase: vcbatch.Running}, Running: 2}
-	for _, j := range []*vcbatch.Job{job, more} {
-		want, ok, err := jsonJobYAML(j, block)
-		if err != nil || !ok {
-			t.Fatalf("jsonJobYAML: ok %v, error %v", ok, err)
-		}
-		got, ok := typedJobYAML(j, block)
-		if !ok {
-			t.Fatalf("typedJobYAML declined the job")
-		}
-		if diff := cmp.Diff(string(want), string(got.join())); diff != "" {
-			t.Errorf("the job around its tasks (-JSON +typed):\n%s", diff)
-		}
+	obj, err = object(more)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, err = yaml.Marshal(obj); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err = marshalTasksYAML(more, nil); err != nil || !ok {
+		t.Fatalf("got ok %v, error %v, want the tasks printed one at a time", ok, err)
+	}
+	if diff := cmp.Diff(string(want), string(got.join())); diff != "" {
+		t.Errorf("the job around its tasks (-whole +by task):\n%s", diff)
 	}
 }

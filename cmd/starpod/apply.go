@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/starpod/starpod/internal/fast"
 	"os"
 	"runtime"
 	"strings"
@@ -99,11 +100,6 @@ than --max-document-size, also once its YAML aliases are expanded, and input lar
 	return cmd
 }
 
-// applyHeapLimit is the soft limit of the memory of "starpod apply" with overlays in workers
-// (see collectLess): the batches under way hold at most batchBytes of text each, but a
-// document may be as large as --max-document-size.
-const applyHeapLimit = 64 << 20
-
 func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	if len(f.scripts) == 0 {
 		return usagef("apply: no --overlay-script given")
@@ -176,14 +172,6 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 			opts.Workers.Fill(opts)
 		}
 	}
-	if p.inWorkers {
-		// Collecting at a quarter of Go's usual frequency takes about 8% off the wall time
-		// and 6% off the CPU time of an apply of 10,000 pods, for less than 1 MiB more
-		// resident memory: the workers, not this process, are the largest (at half the
-		// frequency, as it once did, it spent more CPU time than its workers could spare).
-		// The soft limit bounds what batches of large documents would make of it.
-		collectLess(300, applyHeapLimit)
-	}
 	out := &spool{limit: spoolMemory}
 	defer out.Close()
 	if err := p.run(files, f.jobs, out); err != nil {
@@ -210,3 +198,10 @@ func inputSize(files []string) int64 {
 	}
 	return n
 }
+
+// fastPathsEnv names the variable of the environment that turns the fast paths of
+// internal/fast off when it is "off": every command then takes the library paths alone.
+const fastPathsEnv = "STARPOD_FAST_PATHS"
+
+// setFastPaths sets fast.Off from the environment.
+func setFastPaths() { fast.Off = os.Getenv(fastPathsEnv) == "off" }

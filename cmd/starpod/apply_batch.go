@@ -96,7 +96,7 @@ func (p *pipeline) applyHere(ctx context.Context, b *batch) {
 			if obj == nil || i >= len(docs) {
 				continue
 			}
-			data, err := encodeObject(obj.Root, "yaml")
+			data, err := encode(obj.Root, "yaml")
 			if err != nil {
 				docErr, docs = err, docs[:i]
 				break
@@ -175,12 +175,12 @@ func (p *pipeline) applyHere(ctx context.Context, b *batch) {
 		case p.diff != nil:
 			if objs[i] != nil && objs[i].Changed() {
 				var after []byte
-				if after, err = encodeObject(objs[i].Root, "yaml"); err == nil {
+				if after, err = encode(objs[i].Root, "yaml"); err == nil {
 					data, err = p.diff.document(doc, before[i], after)
 				}
 			}
 		case objs[i] != nil && objs[i].Changed():
-			data, err = encodeObject(objs[i].Root, p.format)
+			data, err = encode(objs[i].Root, p.format)
 			if err == nil && !doc.JSON && p.format == "yaml" {
 				data = append(headComment(doc.Raw), data...)
 			}
@@ -232,16 +232,6 @@ func (p *pipeline) applyChain(ctx context.Context, pods []*corev1.Pod, envs []*e
 // semantic, as workload.Unchanged tells it.
 func unchanged(in, out *corev1.Pod) bool {
 	return workload.Unchanged(in, out)
-}
-
-// encodeObject encodes the untyped data of a document that holds templates, as encode does;
-// YAML is printed straight from the data (stream.MarshalUntypedYAML), without the JSON text
-// of its maps, which cost more than the rest of the printing.
-func encodeObject(obj any, format string) ([]byte, error) {
-	if format == "yaml" {
-		return stream.MarshalUntypedYAML(obj)
-	}
-	return encode(obj, format)
 }
 
 // isPod reports whether doc is a core/v1 Pod.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
-	"github.com/starpod/starpod/internal/residency"
 	"github.com/starpod/starpod/internal/stream"
 	"github.com/starpod/starpod/internal/workload"
 )
@@ -85,16 +84,9 @@ func (p *pipeline) run(files []string, jobs int, w io.Writer) error {
 		dw.format = "text"
 	}
 	var failed error
-	batches := 0
 	for b := range order {
 		if failed != nil {
 			continue // drain, so that the reader ends
-		}
-		if batches++; batches == 2 {
-			// A stream of more than one batch may last: what this process's start touched
-			// of the executable (the initialisation of every linked package) need not stay
-			// resident. Best effort.
-			residency.ReleaseExecutable()
 		}
 		<-b.done
 		for _, data := range b.out {

@@ -143,6 +143,7 @@ func runOptionKeys() []runOptionKey {
 // stops the command.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	setFastPaths()
 	root := newRootCmd(a)
 	root.SetArgs(goStyleFlags(args))
 	cmd, err := root.ExecuteContextC(ctx)

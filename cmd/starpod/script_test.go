@@ -59,8 +59,40 @@ func peakMain() {
 // TestScript runs the CLI scripts in testdata/script. Each names its files, runs the real
 // command and checks its exit code, standard output and standard error.
 func TestScript(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/script",
+	testscript.Run(t, scriptParams(nil))
+}
+
+// TestScriptLibrary runs the scripts of apply, fn and the kinds with pod templates with the
+// fast paths off (STARPOD_FAST_PATHS=off): the library paths alone give the same output
+// and the same errors.
+func TestScriptLibrary(t *testing.T) {
+	var files []string
+	for _, pattern := range []string{"apply*.txtar", "fn_*.txtar", "workload_*.txtar", "diff_apply.txtar",
+		"explain_apply.txtar", "validate_apply.txtar", "friction_apply_*.txtar", "hostile_input_stream.txtar"} {
+		matches, err := filepath.Glob(filepath.Join("testdata", "script", pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, matches...)
+	}
+	p := scriptParams(files)
+	setup := p.Setup
+	p.Setup = func(env *testscript.Env) error {
+		env.Setenv(fastPathsEnv, "off")
+		return setup(env)
+	}
+	testscript.Run(t, p)
+}
+
+// scriptParams returns the parameters of the scripts in testdata/script, or of files.
+func scriptParams(files []string) testscript.Params {
+	dir := "testdata/script"
+	if files != nil {
+		dir = ""
+	}
+	return testscript.Params{
+		Dir:                 dir,
+		Files:               files,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -82,7 +114,7 @@ func TestScript(t *testing.T) {
 			env.Setenv("EXAMPLES", repoPath("examples"))
 			return nil
 		},
-	})
+	}
 }
 
 func repoPath(p string) string {

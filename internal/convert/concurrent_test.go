@@ -2,6 +2,7 @@ package convert
 
 import (
 	"encoding/json"
+	"github.com/starpod/starpod/internal/fast"
 	"sync"
 	"testing"
 
@@ -58,11 +59,11 @@ func TestConcurrentUse(t *testing.T) {
 				t.Errorf("pod changed in a round trip")
 			}
 
-			var fast tree
-			if !fastDecode(untyped, &fast) {
+			var decoded tree
+			if !fast.Decode(untyped, &decoded) {
 				t.Errorf("the fast path declines a tree")
-			} else if diff := cmp.Diff(v, &fast); diff != "" {
-				t.Errorf("fastDecode mismatch (-want +got):\n%s", diff)
+			} else if diff := cmp.Diff(v, &decoded); diff != "" {
+				t.Errorf("fast.Decode mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}

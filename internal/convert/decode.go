@@ -6,13 +6,13 @@ package convert
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/starpod/starpod/internal/jsontag"
 	"math"
 	"math/big"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"go.starlark.net/starlark"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -448,7 +448,7 @@ func (w *walker) appendJSON(x starlark.Value) {
 		}
 	case starlark.String:
 		w.addString(string(x))
-		w.buf = appendQuoted(w.buf, string(x))
+		w.buf = jsontag.AppendQuoted(w.buf, string(x))
 	case starlark.Int:
 		if i, ok := x.Int64(); ok {
 			w.addInt(i)
@@ -506,44 +506,9 @@ func appendJSONEntry(w *walker, _ *dictVisit, k, x starlark.Value) {
 	if w.buf[len(w.buf)-1] != '{' {
 		w.buf = append(w.buf, ',')
 	}
-	w.buf = appendQuoted(w.buf, ks)
+	w.buf = jsontag.AppendQuoted(w.buf, ks)
 	w.buf = append(w.buf, ':')
 	w.pushKey(ks)
 	w.appendJSON(x)
 	w.pop()
-}
-
-// appendQuoted appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
-func appendQuoted(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			b = append(b, `\ufffd`...)
-		} else {
-			b = append(b, s[i:i+n]...)
-		}
-		i += n
-	}
-	return append(b, '"')
 }

@@ -34,10 +34,10 @@ func (sd *structDecoder) init() {
 	sd.decs = make([]decoderFunc, len(sd.fields.list))
 	for i := range sd.fields.list {
 		f := &sd.fields.list[i]
-		if f.quoted && !hasJSONMethods(f.typ) {
+		if f.Quoted && !hasJSONMethods(f.Type) {
 			sd.decs[i] = quotedDecoder
 		} else {
-			sd.decs[i] = typeDecoder(f.typ)
+			sd.decs[i] = typeDecoder(f.Type)
 		}
 	}
 }
@@ -83,8 +83,8 @@ func decodeStructEntry(w *walker, dv *dictVisit, k, x starlark.Value) {
 		return
 	}
 	f := &sd.fields.list[i]
-	w.pushChild(f.name)
-	if fv, ok := w.fieldByIndex(dv.v, f.index); ok {
+	w.pushChild(f.Name)
+	if fv, ok := w.fieldByIndex(dv.v, f.Index); ok {
 		sd.decs[i](w, x, fv)
 	}
 	w.pop()

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -77,53 +76,8 @@ func (d *PodDefaults) Remove(v any) {
 }
 
 // MarshalYAML returns the YAML text of pod as stream.MarshalYAML prints it (sorted keys, as
-// sigs.k8s.io/yaml), without the empty defaults that d's document did not hold. It prints
-// the pod straight from its fields with stream.MarshalTypedYAML, and through its JSON text
-// what that declines.
+// sigs.k8s.io/yaml), without the empty defaults that d's document did not hold.
 func (d *PodDefaults) MarshalYAML(pod *corev1.Pod) ([]byte, error) {
-	var buf [8]any // MarshalTypedYAML keeps no slice: omitted stays on the stack
-	if out, ok := stream.MarshalTypedYAML(pod, d.appendOmitted(buf[:0], pod)...); ok {
-		return out, nil
-	}
-	return d.marshalJSONYAML(pod)
-}
-
-// omitted returns pointers to the structs of pod that d removes where they are empty, for
-// stream.MarshalTypedYAML: the status, and the resources of each container, unless the
-// document held them.
-func (d *PodDefaults) omitted(pod *corev1.Pod) []any { return d.appendOmitted(nil, pod) }
-
-// appendOmitted appends to omit what omitted returns.
-func (d *PodDefaults) appendOmitted(omit []any, pod *corev1.Pod) []any {
-	if d == nil {
-		return omit
-	}
-	if !d.status {
-		omit = append(omit, &pod.Status)
-	}
-	add := func(list string, c *corev1.Container) {
-		if !d.resources[list+"/"+c.Name] {
-			omit = append(omit, &c.Resources)
-		}
-	}
-	spec := &pod.Spec
-	for i := range spec.InitContainers {
-		add(containerLists[0], &spec.InitContainers[i])
-	}
-	for i := range spec.Containers {
-		add(containerLists[1], &spec.Containers[i])
-	}
-	for i := range spec.EphemeralContainers {
-		c := &spec.EphemeralContainers[i].EphemeralContainerCommon
-		if !d.resources[containerLists[2]+"/"+c.Name] {
-			omit = append(omit, &c.Resources)
-		}
-	}
-	return omit
-}
-
-// marshalJSONYAML is MarshalYAML through the JSON text of pod.
-func (d *PodDefaults) marshalJSONYAML(pod *corev1.Pod) ([]byte, error) {
 	if d == nil {
 		return stream.MarshalYAML(pod)
 	}
@@ -181,64 +135,4 @@ func (d *PodDefaults) MarshalIndent(pod *corev1.Pod, prefix, indent string) ([]b
 func isEmptyMap(v any) bool {
 	m, ok := v.(map[string]any)
 	return ok && len(m) == 0
-}
-
-// A noted is a struct type whose YAML decoder passes its keys to a defaultNotes.
-type noted uint8
-
-const (
-	notNoted noted = iota
-	notedPod
-	notedSpec
-	notedContainer // a Container or an EphemeralContainer
-)
-
-// notedTypes are the struct types whose YAML decoders pass their keys to a defaultNotes: a
-// pod, its spec and its containers.
-var notedTypes = map[reflect.Type]noted{
-	corePodType:                                  notedPod,
-	reflect.TypeFor[corev1.PodSpec]():            notedSpec,
-	reflect.TypeFor[corev1.Container]():          notedContainer,
-	reflect.TypeFor[corev1.EphemeralContainer](): notedContainer,
-}
-
-// defaultNotes records the PodDefaults of a pod document as DecodePodYAML decodes it, for
-// the same PodDefaults that PodDefaultsOf records from the document's untyped data: the
-// decoders of notedTypes pass it each key of theirs as they come to it and each container
-// when it is done.
-type defaultNotes struct {
-	d         PodDefaults
-	list      string // the key of the pod spec being decoded: the list of a container
-	resources bool   // whether the container being decoded held resources
-}
-
-// key notes that the document holds key in the mapping of a struct of type t.
-func (n *defaultNotes) key(t noted, key string) {
-	switch t {
-	case notedPod:
-		n.d.status = n.d.status || key == "status"
-	case notedSpec:
-		n.list = key
-	case notedContainer:
-		n.resources = n.resources || key == "resources"
-	}
-}
-
-// end notes that the container v has been decoded.
-func (n *defaultNotes) end(v reflect.Value) {
-	if !n.resources {
-		return
-	}
-	var name string
-	switch c := v.Addr().Interface().(type) {
-	case *corev1.Container:
-		name = c.Name
-	case *corev1.EphemeralContainer:
-		name = c.Name
-	}
-	if n.d.resources == nil {
-		n.d.resources = make(map[string]bool)
-	}
-	n.d.resources[n.list+"/"+name] = true
-	n.resources = false
 }

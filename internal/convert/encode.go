@@ -285,10 +285,10 @@ func (se *structEncoder) init() {
 	se.encs = make([]encoderFunc, len(se.fields.list))
 	for i := range se.fields.list {
 		f := &se.fields.list[i]
-		if f.quoted && !hasJSONMethods(f.typ) {
+		if f.Quoted && !hasJSONMethods(f.Type) {
 			se.encs[i] = quotedEncoder
 		} else {
-			se.encs[i] = typeEncoder(f.typ)
+			se.encs[i] = typeEncoder(f.Type)
 		}
 	}
 }
@@ -317,11 +317,11 @@ next:
 	for i := range fields {
 		f := &fields[i]
 		var fv reflect.Value
-		if len(f.index) == 1 {
-			fv = v.Field(f.index[0])
+		if len(f.Index) == 1 {
+			fv = v.Field(f.Index[0])
 		} else {
 			fv = v
-			for _, j := range f.index {
+			for _, j := range f.Index {
 				if fv.Kind() == reflect.Pointer {
 					if fv.IsNil() {
 						continue next
@@ -331,15 +331,15 @@ next:
 				fv = fv.Field(j)
 			}
 		}
-		if f.omitEmpty && jsontag.IsEmpty(fv) ||
-			f.omitZero && (f.isZero == nil && fv.IsZero() || f.isZero != nil && f.isZero(fv)) {
+		if f.OmitEmpty && jsontag.IsEmpty(fv) ||
+			f.OmitZero && (f.IsZero == nil && fv.IsZero() || f.IsZero != nil && f.IsZero(fv)) {
 			continue
 		}
 		x, err := se.encs[i](e, fv)
 		if err != nil {
 			clear(e.pending[start:])
 			e.pending = e.pending[:start]
-			return nil, at(err, pathElem{kind: childElem, name: f.name})
+			return nil, at(err, pathElem{kind: childElem, name: f.Name})
 		}
 		e.pending = append(e.pending, entry{f.key, x})
 	}

@@ -3,6 +3,7 @@ package convert
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/starpod/starpod/internal/fast"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -60,7 +61,7 @@ func checkFast(t *testing.T, name string, typ reflect.Type, x any) bool {
 	t.Helper()
 	want, wantOK := slowDecode(typ, x)
 	got := reflect.New(typ)
-	if !fastDecode(x, got.Interface()) {
+	if !fast.Decode(x, got.Interface()) {
 		return false
 	}
 	if !wantOK {
@@ -397,7 +398,7 @@ func TestFastDecodeTypes(t *testing.T) {
 		checkFast(t, c, reflect.TypeFor[fastProbe](), x)
 		checkFast(t, c, reflect.TypeFor[fastHiddenProbe](), x)
 	}
-	if x, _ := readUntyped([]byte(`{"h":1}`)); fastDecode(x, new(fastHiddenProbe)) {
+	if x, _ := readUntyped([]byte(`{"h":1}`)); fast.Decode(x, new(fastHiddenProbe)) {
 		t.Errorf("the fast path sets an embedded pointer to an unexported struct")
 	}
 }

@@ -4,6 +4,7 @@ package convert
 
 import (
 	"encoding/json"
+	"github.com/starpod/starpod/internal/fast"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -32,11 +33,11 @@ func (e *InvalidPodError) Error() string {
 // *InvalidPodError that lists every unknown field and every value of the wrong type with its
 // field path.
 //
-// Most pods take a fast path that decodes obj directly; a pod it declines, such as one with
-// an error, is decoded again through Starlark values, which gives the same pod and reports
-// every error.
+// Most pods take a fast path (fast.Decode) that decodes obj directly; a pod it declines, such
+// as one with an error, is decoded through Starlark values, which gives the same pod and
+// reports every error.
 func DecodePod(obj any) (*corev1.Pod, error) {
-	if pod := new(corev1.Pod); fastDecode(obj, pod) {
+	if pod := new(corev1.Pod); fast.Decode(obj, pod) {
 		return pod, nil
 	}
 	return decodePodSlow(obj)
@@ -94,6 +95,19 @@ func untypedToStarlark(a *arena, x any) (starlark.Value, bool) {
 		return l, true
 	}
 	return nil, false
+}
+
+// DecodePodYAML decodes doc, the YAML text of a pod document that stream.Document.Parse has
+// not parsed, into the pod and defaults that [DecodePod] and [PodDefaultsOf] give for the data
+// Parse reads from it, whose content it bounds to limit bytes as Parse does. It reports false
+// for any document the fast path (fast.DecodePodYAML) declines: the caller then parses the
+// document and decodes its data, for the pod or the error.
+func DecodePodYAML(doc []byte, limit int64) (*corev1.Pod, *PodDefaults, bool) {
+	pod, d, ok := fast.DecodePodYAML(doc, limit)
+	if !ok {
+		return nil, nil, false
+	}
+	return pod, &PodDefaults{status: d.Status, resources: d.Resources}, true
 }
 
 // DecodePodValue decodes the Starlark value of a pod strictly, as [DecodePod] does.

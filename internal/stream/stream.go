@@ -5,16 +5,19 @@
 // original text, the line it starts on, and its content as untyped JSON data. Errors name the
 // file, the line and, where the parser says, the column. A Reader splits streams as kubectl
 // does, and holds documents and streams to the limits of [ReaderOptions], which are
-// *bound.SizeError errors. A YAML document's content is what sigs.k8s.io/yaml reads: a document
-// in the plain block YAML most manifests are written in is read by a parser of that subset,
-// several times faster; any other by the YAML library (go.yaml.in/yaml/v2). To read such a
-// document's text into something other than untyped data, without the data in between, use
-// [Document.Text] and [ReadBlockYAML], whose [BlockNode] values share that parser.
+// *bound.SizeError errors. To print a value as YAML, byte for byte as sigs.k8s.io/yaml.Marshal
+// does, use [MarshalYAML]; to print JSON text already at hand, use [JSONToYAML], or
+// [YAMLOptions.JSONToYAML] to leave out nulls on the way.
 //
-// To print a value as YAML byte for byte as sigs.k8s.io/yaml.Marshal does, but several times
-// faster, use [MarshalYAML]; to print JSON text already at hand, use [JSONToYAML], or
-// [YAMLOptions.JSONToYAML] to leave out nulls on the way; to print a typed value straight
-// from its fields, without JSON text, use [MarshalTypedYAML].
+// The YAML libraries it uses, and why each:
+//   - go.yaml.in/yaml/v2 parses YAML documents, strictly, as sigs.k8s.io/yaml does (it is
+//     that package's parser), but into untyped data directly, so that a document whose
+//     aliases expand past the limit of a document is refused before its JSON text is made;
+//   - sigs.k8s.io/yaml prints YAML: its text is the one kubectl and the goldens show.
+//
+// Plain block YAML, as most manifests are written, is read, and JSON text printed as YAML, by
+// the fast paths of internal/fast, which decline everything else and give the same data and
+// the same text; they are off when fast.Off is set.
 package stream
 
 import (

@@ -1,7 +1,8 @@
 package stream
 
-// This file defines yamlToUntyped, a faster sigs.k8s.io/yaml.YAMLToJSONStrict followed by
-// decoding the JSON text with encoding/json and UseNumber.
+// This file defines yamlToUntyped, sigs.k8s.io/yaml.YAMLToJSONStrict followed by decoding
+// the JSON text with encoding/json and UseNumber, without the JSON text in between and with
+// a bound on the content that aliases expand to.
 
 import (
 	"bytes"
@@ -15,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	goyaml "go.yaml.in/yaml/v2"
+
+	"github.com/starpod/starpod/internal/fast"
 )
 
 // Errors of yamlToUntyped that [Document.Parse] reports with the document's number.
@@ -40,79 +43,21 @@ var (
 // the text does (a flow collection, a quoted or block scalar, or a mapping indented by some
 // spaces, followed by a line at column 0), or after a line break other than \n.
 func yamlToUntyped(doc []byte, limit int64) (any, error) {
+	if v, ok := fast.ParseBlockYAML(doc, limit); ok {
+		return v, nil
+	}
 	var v any
-	if oneDocument(doc) {
-		if v, ok := parseBlockYAML(doc, limit); ok {
-			return v, nil
-		}
-		if err := goyaml.UnmarshalStrict(doc, &v); err != nil {
-			return nil, err
-		}
-	} else {
-		dec := goyaml.NewDecoder(bytes.NewReader(doc))
-		dec.SetStrict(true)
-		if err := dec.Decode(&v); err != nil && err != io.EOF {
-			return nil, err
-		}
-		var more any
-		if err := dec.Decode(&more); err != io.EOF {
-			return nil, errSecondDocument
-		}
+	dec := goyaml.NewDecoder(bytes.NewReader(doc))
+	dec.SetStrict(true)
+	if err := dec.Decode(&v); err != nil && err != io.EOF {
+		return nil, err
+	}
+	var more any
+	if err := dec.Decode(&more); err != io.EOF {
+		return nil, errSecondDocument
 	}
 	s := sizer{left: limit}
 	return s.jsonable(v)
-}
-
-// oneDocument reports whether the YAML text doc, cut from a stream at lines "---", can only
-// hold one document, which is so for nearly every manifest: its first line that is not blank
-// or a comment is "key: ..." at column 0, so that its root is a block mapping that ends only
-// with the text, at a line that starts with "...", "%" or "---" (which splitting leaves
-// none of), or at a line break other than \n (\r, U+0085, U+2028, U+2029). For the other texts,
-// the parser tells.
-func oneDocument(doc []byte) bool {
-	if bytes.IndexByte(doc, '\r') >= 0 ||
-		bytes.IndexByte(doc, 0xc2) >= 0 && bytes.Contains(doc, []byte("\u0085")) ||
-		bytes.IndexByte(doc, 0xe2) >= 0 && (bytes.Contains(doc, []byte("\u2028")) || bytes.Contains(doc, []byte("\u2029"))) {
-		return false
-	}
-	for text := doc; ; { // lines that start with "..." or "%"
-		if bytes.HasPrefix(text, []byte("...")) || len(text) > 0 && text[0] == '%' {
-			return false
-		}
-		i := bytes.IndexByte(text, '\n')
-		if i < 0 {
-			break
-		}
-		text = text[i+1:]
-	}
-	for len(doc) > 0 {
-		line := doc
-		if i := bytes.IndexByte(doc, '\n'); i >= 0 {
-			line, doc = doc[:i], doc[i+1:]
-		} else {
-			doc = nil
-		}
-		if t := bytes.TrimLeft(line, " \t"); len(t) == 0 || t[0] == '#' {
-			continue
-		}
-		return isKeyLine(line)
-	}
-	return true // no content
-}
-
-// isKeyLine reports whether line starts with a plain key of letters, digits and "_-./",
-// followed by ":" and a space or the end of the line.
-func isKeyLine(line []byte) bool {
-	for i, c := range line {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '/', c == '.' && i > 0, c == '-' && i > 0:
-			continue
-		case c == ':' && i > 0:
-			return i+1 == len(line) || line[i+1] == ' ' || line[i+1] == '\t'
-		}
-		return false
-	}
-	return false
 }
 
 // A sizer counts the size of untyped data as it converts it, and stops the conversion once

@@ -24,6 +24,7 @@
 package workload
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -34,7 +35,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/starpod/starpod/internal/convert"
-	"github.com/starpod/starpod/internal/stream"
 )
 
 // Options controls [Find]. The zero value knows the built-in kinds only.
@@ -384,8 +384,10 @@ func untyped(v any, d *convert.PodDefaults) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := stream.DecodeMarshaled(data)
-	if err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
 		return nil, err
 	}
 	out, ok := x.(map[string]any)

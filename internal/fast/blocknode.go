@@ -1,4 +1,4 @@
-package stream
+package fast
 
 // This file defines BlockNode, through which a reader takes the nodes of a document of the
 // subset of YAML that parseBlockYAML takes as the parser comes to them, to build untyped

@@ -2,7 +2,7 @@
 // document straight into a typed value, with no Starlark values in between and no error
 // reports.
 
-package convert
+package fast
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"go.starlark.net/starlark"
+	"github.com/starpod/starpod/internal/jsontag"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -58,8 +58,16 @@ var (
 	fastMu    sync.Mutex // held while fastTypes are made
 )
 
-// fastDecode decodes x into the zero value out points to, as [fastDecoder] does.
-func fastDecode(x any, out any) bool {
+// Decode decodes the untyped JSON data x (map[string]any, []any, string, json.Number, bool,
+// nil) into the zero value out points to, to exactly what convert.Decode gives for the
+// Starlark value of x, and reports true, if x decodes without error and holds nothing it
+// leaves to convert.Decode; otherwise it reports false, leaving *out partly set, and the
+// caller decodes x with convert.Decode, for the value or the errors. It reports false when
+// Off is set.
+func Decode(x any, out any) bool {
+	if Off {
+		return false
+	}
 	v := reflect.ValueOf(out).Elem()
 	s := new(fastState)
 	s.buf = s.space[:0]
@@ -240,7 +248,7 @@ func newFastStruct(t reflect.Type, making map[reflect.Type]*fastType) (fastDecod
 	fs.types = make([]*fastType, len(fs.fields.list))
 	fs.slots = make([]int32, 4<<bits.Len(uint(len(fs.fields.list))))
 	for i := range fs.fields.list {
-		h := fieldHash(fs.fields.list[i].name)
+		h := fieldHash(fs.fields.list[i].Name)
 		for fs.slots[h&uint32(len(fs.slots)-1)] != 0 {
 			h++
 		}
@@ -248,10 +256,10 @@ func newFastStruct(t reflect.Type, making map[reflect.Type]*fastType) (fastDecod
 	}
 	for i := range fs.fields.list {
 		f := &fs.fields.list[i]
-		if f.quoted && !hasJSONMethods(f.typ) {
+		if f.Quoted && !hasJSONMethods(f.Type) {
 			fs.types[i] = &fastType{dec: fastDecline, yaml: yamlDecline}
 		} else {
-			fs.types[i] = makeFastType(f.typ, making)
+			fs.types[i] = makeFastType(f.Type, making)
 		}
 	}
 	return fs.decode, fs.decodeYAML
@@ -285,15 +293,15 @@ func (fs *fastStruct) field(v reflect.Value, key string) (i int, fv reflect.Valu
 		if j == 0 {
 			return 0, reflect.Value{}, false
 		}
-		if i = int(j - 1); fs.fields.list[i].name == key {
+		if i = int(j - 1); fs.fields.list[i].Name == key {
 			break
 		}
 	}
 	f := &fs.fields.list[i]
-	if len(f.index) == 1 {
-		return i, v.Field(f.index[0]), true
+	if len(f.Index) == 1 {
+		return i, v.Field(f.Index[0]), true
 	}
-	fv, ok = fastFieldByIndex(v, f.index)
+	fv, ok = fastFieldByIndex(v, f.Index)
 	return i, fv, ok
 }
 
@@ -442,12 +450,8 @@ var intOrStringType = reflect.TypeFor[intstr.IntOrString]()
 func fastQuantity(s *fastState, x any, v reflect.Value) bool {
 	str, ok := x.(string)
 	if !ok || !plainJSONString(str) {
-		var sx starlark.Value = starlark.None
-		if ok {
-			sx = starlark.String(str)
-		}
 		s.buf = s.buf[:0]
-		if !s.appendJSON(x) || bound.Quantity(quantityText(sx, s.buf)) != nil {
+		if !s.appendJSON(x) || bound.Quantity(quantityText(x, s.buf)) != nil {
 			return false
 		}
 		return v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(s.buf) == nil
@@ -514,7 +518,7 @@ func (s *fastState) appendJSON(x any) bool {
 	case bool:
 		s.buf = strconv.AppendBool(s.buf, x)
 	case string:
-		s.buf = appendQuoted(s.buf, x)
+		s.buf = jsontag.AppendQuoted(s.buf, x)
 	case json.Number:
 		i, f, isFloat, ok := parseNumber(string(x))
 		switch {
@@ -543,7 +547,7 @@ func (s *fastState) appendJSON(x any) bool {
 			if i > 0 {
 				s.buf = append(s.buf, ',')
 			}
-			s.buf = appendQuoted(s.buf, k)
+			s.buf = jsontag.AppendQuoted(s.buf, k)
 			s.buf = append(s.buf, ':')
 			if !s.appendJSON(x[k]) {
 				return false

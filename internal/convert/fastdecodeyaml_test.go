@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/starpod/starpod/internal/fast"
 	"io"
 	"io/fs"
 	"os"
@@ -22,7 +23,7 @@ import (
 // and defaults of Parse, DecodePod and PodDefaultsOf, and whether that path reads it as a
 // pod without error. fast reports whether doc takes that path's fast ways all along: Parse
 // reads it without the YAML library, and DecodePod without Starlark values.
-func podYAMLWant(doc []byte, limit int64) (pod *corev1.Pod, d *PodDefaults, ok, fast bool) {
+func podYAMLWant(doc []byte, limit int64) (pod *corev1.Pod, d *PodDefaults, ok, isFast bool) {
 	d0 := stream.NewText("doc.yaml", 0, 1, doc, limit)
 	if parsed, err := d0.Parse(); err != nil || !parsed {
 		return nil, nil, false, false
@@ -34,26 +35,24 @@ func podYAMLWant(doc []byte, limit int64) (pod *corev1.Pod, d *PodDefaults, ok, 
 	if err != nil {
 		return nil, nil, false, false
 	}
-	fast = stream.ReadBlockYAML(doc, limit, func(root stream.BlockNode) bool {
-		_, ok := root.Untyped()
-		return ok
-	}) && fastDecode(d0.Object, new(corev1.Pod))
-	return pod, PodDefaultsOf(d0.Object), true, fast
+	_, parsed := fast.ParseBlockYAML(doc, limit)
+	isFast = parsed && fast.Decode(d0.Object, new(corev1.Pod))
+	return pod, PodDefaultsOf(d0.Object), true, isFast
 }
 
 // checkPodYAML checks that DecodePodYAML gives for doc exactly what podYAMLWant gives, or
 // declines it, and reports whether it took doc and whether it should have: whether podYAMLWant
 // reads doc as a pod by its fast ways.
-func checkPodYAML(t *testing.T, name string, doc []byte, limit int64) (took, fast bool) {
+func checkPodYAML(t *testing.T, name string, doc []byte, limit int64) (took, isFast bool) {
 	t.Helper()
 	got, gotD, took := DecodePodYAML(doc, limit)
-	want, wantD, ok, fast := podYAMLWant(doc, limit)
+	want, wantD, ok, isFast := podYAMLWant(doc, limit)
 	if !took {
-		return false, fast
+		return false, isFast
 	}
 	if !ok {
 		t.Errorf("%s: DecodePodYAML takes a document that Parse, DecodePod or the check of its kind refuses:\n%s", name, doc)
-		return true, fast
+		return true, isFast
 	}
 	if !reflect.DeepEqual(want, got) {
 		wantJSON, _ := json.Marshal(want)
@@ -63,7 +62,7 @@ func checkPodYAML(t *testing.T, name string, doc []byte, limit int64) (took, fas
 	if !reflect.DeepEqual(wantD, gotD) {
 		t.Errorf("%s: DecodePodYAML gives other defaults: got %+v, want %+v", name, gotD, wantD)
 	}
-	return true, fast
+	return true, isFast
 }
 
 // repoDocuments returns the YAML documents of the files under testdata and examples of the

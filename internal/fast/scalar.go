@@ -1,11 +1,11 @@
-package stream
+package fast
 
-// This file defines emitYAML, which writes untyped JSON data as YAML text byte for byte as
-// go.yaml.in/yaml/v2 does, for the data whose text does not depend on details of that
-// emitter (long lines folded, multi-line and non-ASCII strings, floats): the caller falls
-// back to the YAML library for the rest.
+// This file defines how go.yaml.in/yaml/v2 prints scalars and orders keys, for the text
+// whose form does not depend on details of that emitter (long lines folded, multi-line and
+// non-ASCII strings, floats): the printers fall back to the YAML library for the rest.
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"sort"
@@ -22,136 +22,6 @@ const (
 	yamlWidth  = 80  // the YAML library's line width: it folds lines at spaces beyond it
 	maxKeyText = 120 // keys longer than this may stop being simple keys
 )
-
-// emitYAML appends the YAML text of v (map[string]any, []any, string, json.Number, bool or
-// nil) to buf. It reports false when v holds something whose text it cannot be sure of.
-func emitYAML(buf []byte, v any) ([]byte, bool) {
-	switch x := v.(type) {
-	case map[string]any:
-		if len(x) == 0 {
-			return append(buf, "{}\n"...), true
-		}
-		return emitMap(buf, x, 0, false)
-	case []any:
-		if len(x) == 0 {
-			return append(buf, "[]\n"...), true
-		}
-		return emitSeq(buf, x, 0, false)
-	}
-	return buf, false
-}
-
-// emitMap appends a block mapping whose keys are at column indent. When inline is set, the
-// first key goes on the current line, which is already at that column.
-func emitMap(buf []byte, m map[string]any, indent int, inline bool) ([]byte, bool) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sortKeys(keys, func(k string) string { return k })
-	for i, k := range keys {
-		if i > 0 || !inline {
-			buf = appendSpaces(buf, indent)
-		}
-		kt, ok := scalarText(k, indent)
-		if !ok || len(kt) > maxKeyText {
-			return buf, false
-		}
-		buf = append(buf, kt...)
-		buf = append(buf, ':')
-		switch x := m[k].(type) {
-		case map[string]any:
-			if len(x) == 0 {
-				buf = append(buf, " {}\n"...)
-				continue
-			}
-			buf = append(buf, '\n')
-			if buf, ok = emitMap(buf, x, indent+2, false); !ok {
-				return buf, false
-			}
-		case []any:
-			if len(x) == 0 {
-				buf = append(buf, " []\n"...)
-				continue
-			}
-			buf = append(buf, '\n')
-			if buf, ok = emitSeq(buf, x, indent, false); !ok {
-				return buf, false
-			}
-		case Block:
-			buf = append(buf, '\n')
-			for _, chunk := range x {
-				buf = append(buf, chunk...)
-			}
-		default:
-			buf = append(buf, ' ')
-			if buf, ok = emitScalar(buf, x, indent+len(kt)+2); !ok {
-				return buf, false
-			}
-		}
-	}
-	return buf, true
-}
-
-// emitSeq appends a block sequence whose dashes are at column indent. When inline is set,
-// the first item goes on the current line, which is already at that column.
-func emitSeq(buf []byte, s []any, indent int, inline bool) ([]byte, bool) {
-	ok := true
-	for i, item := range s {
-		if i > 0 || !inline {
-			buf = appendSpaces(buf, indent)
-		}
-		buf = append(buf, "- "...)
-		switch x := item.(type) {
-		case map[string]any:
-			if len(x) == 0 {
-				buf = append(buf, "{}\n"...)
-				continue
-			}
-			buf, ok = emitMap(buf, x, indent+2, true)
-		case []any:
-			if len(x) == 0 {
-				buf = append(buf, "[]\n"...)
-				continue
-			}
-			buf, ok = emitSeq(buf, x, indent+2, true)
-		default:
-			buf, ok = emitScalar(buf, x, indent+2)
-		}
-		if !ok {
-			return buf, false
-		}
-	}
-	return buf, true
-}
-
-// emitScalar appends a scalar that starts at column col, and a newline.
-func emitScalar(buf []byte, v any, col int) ([]byte, bool) {
-	switch x := v.(type) {
-	case string:
-		t, ok := scalarText(x, col)
-		if !ok {
-			return buf, false
-		}
-		buf = append(buf, t...)
-	case json.Number:
-		s := string(x)
-		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-			buf = strconv.AppendInt(buf, i, 10)
-		} else if u, err := strconv.ParseUint(s, 10, 64); err == nil {
-			buf = strconv.AppendUint(buf, u, 10)
-		} else {
-			return buf, false // a float
-		}
-	case bool:
-		buf = strconv.AppendBool(buf, x)
-	case nil:
-		buf = append(buf, "null"...)
-	default:
-		return buf, false
-	}
-	return append(buf, '\n'), true
-}
 
 // scalarText returns the text of the string s as a scalar that starts at column col.
 func scalarText(s string, col int) (string, bool) {
@@ -440,4 +310,94 @@ func keyLessRunes(a, b string) bool {
 		return ar[i] < br[i]
 	}
 	return len(ar) < len(br)
+}
+
+// oneDocument reports whether the YAML text doc, cut from a stream at lines "---", can only
+// hold one document, which is so for nearly every manifest: its first line that is not blank
+// or a comment is "key: ..." at column 0, so that its root is a block mapping that ends only
+// with the text, at a line that starts with "...", "%" or "---" (which splitting leaves
+// none of), or at a line break other than \n (\r, U+0085, U+2028, U+2029). For the other texts,
+// the parser tells.
+func oneDocument(doc []byte) bool {
+	if bytes.IndexByte(doc, '\r') >= 0 ||
+		bytes.IndexByte(doc, 0xc2) >= 0 && bytes.Contains(doc, []byte("\u0085")) ||
+		bytes.IndexByte(doc, 0xe2) >= 0 && (bytes.Contains(doc, []byte("\u2028")) || bytes.Contains(doc, []byte("\u2029"))) {
+		return false
+	}
+	for text := doc; ; { // lines that start with "..." or "%"
+		if bytes.HasPrefix(text, []byte("...")) || len(text) > 0 && text[0] == '%' {
+			return false
+		}
+		i := bytes.IndexByte(text, '\n')
+		if i < 0 {
+			break
+		}
+		text = text[i+1:]
+	}
+	for len(doc) > 0 {
+		line := doc
+		if i := bytes.IndexByte(doc, '\n'); i >= 0 {
+			line, doc = doc[:i], doc[i+1:]
+		} else {
+			doc = nil
+		}
+		if t := bytes.TrimLeft(line, " \t"); len(t) == 0 || t[0] == '#' {
+			continue
+		}
+		return isKeyLine(line)
+	}
+	return true // no content
+}
+
+// isKeyLine reports whether line starts with a plain key of letters, digits and "_-./",
+// followed by ":" and a space or the end of the line.
+func isKeyLine(line []byte) bool {
+	for i, c := range line {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '/', c == '.' && i > 0, c == '-' && i > 0:
+			continue
+		case c == ':' && i > 0:
+			return i+1 == len(line) || line[i+1] == ' ' || line[i+1] == '\t'
+		}
+		return false
+	}
+	return false
+}
+
+// yamlNumbers returns v for the YAML library: each json.Number replaced with the int, uint64
+// or float64 that the YAML parser resolves its text to, and each map with a goyaml.MapSlice
+// in the order of sortKeys.
+func yamlNumbers(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		// A map in key order: the library would sort its keys starting from Go's random
+		// map order, which for some sets of keys changes its text from run to run.
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sortKeys(keys, func(k string) string { return k })
+		m := make(goyaml.MapSlice, len(keys))
+		for i, k := range keys {
+			m[i] = goyaml.MapItem{Key: k, Value: yamlNumbers(v[k])}
+		}
+		return m
+	case []any:
+		for i, x := range v {
+			v[i] = yamlNumbers(x)
+		}
+	case json.Number:
+		s := string(v)
+		if i, err := strconv.ParseInt(s, 10, 0); err == nil {
+			return int(i)
+		}
+		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+			return u
+		}
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return f
+		}
+		return s
+	}
+	return v
 }

@@ -1,7 +1,7 @@
 // This file defines DecodePodYAML, the decoding of a pod document's YAML text straight into
-// a typed pod, with no untyped data in between, by the fast decoders of fastdecode.go.
+// a typed pod, with no untyped data in between, by the fast decoders of decode.go.
 
-package convert
+package fast
 
 import (
 	"bytes"
@@ -9,27 +9,28 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/starpod/starpod/internal/stream"
 )
 
-// A yamlDecoder decodes the YAML node n, which stream.ReadBlockYAML reads, into v, a settable
+// A yamlDecoder decodes the YAML node n, which ReadBlockYAML reads, into v, a settable
 // zero value of the type it was made for, as the type's fastDecoder decodes the untyped data
 // of n: it reports true only if that would, and then sets v alike. It reads n unless it
 // reports false.
-type yamlDecoder func(s *fastState, n stream.BlockNode, v reflect.Value) bool
+type yamlDecoder func(s *fastState, n BlockNode, v reflect.Value) bool
 
 // corePodType is the type DecodePodYAML decodes into.
 var corePodType = reflect.TypeFor[corev1.Pod]()
 
 // DecodePodYAML decodes doc, the YAML text of a pod document, into the pod and defaults that
-// [DecodePod] and [PodDefaultsOf] give for the data stream.Document.Parse reads from it, whose
-// content it bounds to limit bytes as Parse does (see stream.ReadBlockYAML). It reports false,
+// convert.DecodePod and convert.PodDefaultsOf give for the data stream.Document.Parse reads from it, whose
+// content it bounds to limit bytes as Parse does (see ReadBlockYAML). It reports false,
 // without an error, for a document that is not apiVersion: v1, kind: Pod, for anything Parse
-// would refuse or DecodePod report, and for anything it leaves to them: text outside the plain
-// subset of YAML that Parse reads without the YAML library, and the rarer values DecodePod
+// would refuse or convert.DecodePod report, and for anything it leaves to them: text outside the plain
+// subset of YAML that Parse reads without the YAML library, and the rarer values convert.DecodePod
 // decodes through Starlark values. The caller then takes that way, for the pod or the error.
 func DecodePodYAML(doc []byte, limit int64) (*corev1.Pod, *PodDefaults, bool) {
+	if Off {
+		return nil, nil, false
+	}
 	if !bytes.Contains(doc, []byte("kind: Pod")) {
 		return nil, nil, false // not a pod, or not one written plainly
 	}
@@ -38,8 +39,8 @@ func DecodePodYAML(doc []byte, limit int64) (*corev1.Pod, *PodDefaults, bool) {
 	s.buf = s.space[:0]
 	v := reflect.ValueOf(pod).Elem()
 	ft := fastTypeOf(corePodType)
-	read := func(root stream.BlockNode) bool { return ft.yaml(s, root, v) }
-	if !stream.ReadBlockYAML(doc, limit, read) || pod.APIVersion != "v1" || pod.Kind != "Pod" {
+	read := func(root BlockNode) bool { return ft.yaml(s, root, v) }
+	if !ReadBlockYAML(doc, limit, read) || pod.APIVersion != "v1" || pod.Kind != "Pod" {
 		return nil, nil, false
 	}
 	d := s.notes.d
@@ -48,16 +49,16 @@ func DecodePodYAML(doc []byte, limit int64) (*corev1.Pod, *PodDefaults, bool) {
 
 // viaUntyped decodes n through its untyped data and ft's fastDecoder: the yamlDecoder of the
 // types that take scalars.
-func (ft *fastType) viaUntyped(s *fastState, n stream.BlockNode, v reflect.Value) bool {
+func (ft *fastType) viaUntyped(s *fastState, n BlockNode, v reflect.Value) bool {
 	x, ok := n.Untyped()
 	return ok && ft.dec(s, x, v)
 }
 
 // yamlDecline is fastDecline's yamlDecoder: it declines every node.
-func yamlDecline(*fastState, stream.BlockNode, reflect.Value) bool { return false }
+func yamlDecline(*fastState, BlockNode, reflect.Value) bool { return false }
 
 // yamlString is fastString's yamlDecoder, which saves putting each string in an interface.
-func yamlString(_ *fastState, n stream.BlockNode, v reflect.Value) bool {
+func yamlString(_ *fastState, n BlockNode, v reflect.Value) bool {
 	if str, ok := n.Str(); ok {
 		v.SetString(str)
 		return true
@@ -71,8 +72,8 @@ const maxYAMLFields = 256
 
 // decodeYAML is fs.decode's yamlDecoder. Unlike the keys of untyped data, those of a mapping
 // may come twice, which decodeYAML declines.
-func (fs *fastStruct) decodeYAML(s *fastState, n stream.BlockNode, v reflect.Value) bool {
-	if n.Kind() != stream.BlockMapping {
+func (fs *fastStruct) decodeYAML(s *fastState, n BlockNode, v reflect.Value) bool {
+	if n.Kind() != BlockMapping {
 		return n.Null()
 	}
 	if len(fs.fields.list) > maxYAMLFields || !s.enter() {
@@ -83,7 +84,7 @@ func (fs *fastStruct) decodeYAML(s *fastState, n stream.BlockNode, v reflect.Val
 		notes = s.notes
 	}
 	var seen [maxYAMLFields / 64]uint64
-	ok := n.Entries(func(key string, e stream.BlockNode) bool {
+	ok := n.Entries(func(key string, e BlockNode) bool {
 		i, fv, ok := fs.field(v, key)
 		if !ok || seen[i/64]&(1<<(i%64)) != 0 {
 			return false
@@ -107,8 +108,8 @@ func (fs *fastStruct) decodeYAML(s *fastState, n stream.BlockNode, v reflect.Val
 // yamlMap returns the yamlDecoder of the map type t, whose keys are strings and whose
 // elements et decodes, as newFastMap's fastDecoder decodes it.
 func yamlMap(t reflect.Type, et *fastType) yamlDecoder {
-	return func(s *fastState, n stream.BlockNode, v reflect.Value) bool {
-		if n.Kind() != stream.BlockMapping {
+	return func(s *fastState, n BlockNode, v reflect.Value) bool {
+		if n.Kind() != BlockMapping {
 			return n.Null()
 		}
 		if !s.enter() {
@@ -117,7 +118,7 @@ func yamlMap(t reflect.Type, et *fastType) yamlDecoder {
 		mv := reflect.MakeMap(t)
 		key := reflect.New(t.Key()).Elem()
 		elem := reflect.New(t.Elem()).Elem()
-		ok := n.Entries(func(k string, e stream.BlockNode) bool {
+		ok := n.Entries(func(k string, e BlockNode) bool {
 			key.SetString(k)
 			if mv.MapIndex(key).IsValid() {
 				return false
@@ -139,12 +140,12 @@ func yamlMap(t reflect.Type, et *fastType) yamlDecoder {
 }
 
 // yamlStringMap is fastStringMap's yamlDecoder.
-func yamlStringMap(_ *fastState, n stream.BlockNode, v reflect.Value) bool {
-	if n.Kind() != stream.BlockMapping {
+func yamlStringMap(_ *fastState, n BlockNode, v reflect.Value) bool {
+	if n.Kind() != BlockMapping {
 		return n.Null()
 	}
 	out := make(map[string]string)
-	ok := n.Entries(func(k string, e stream.BlockNode) bool {
+	ok := n.Entries(func(k string, e BlockNode) bool {
 		if _, dup := out[k]; dup {
 			return false
 		}
@@ -165,8 +166,8 @@ func yamlStringMap(_ *fastState, n stream.BlockNode, v reflect.Value) bool {
 // number.
 func yamlSlice(t reflect.Type, et *fastType, dec fastDecoder) yamlDecoder {
 	pool := &sync.Pool{New: func() any { return reflect.New(t).Interface() }} // of *[]T, empty
-	return func(s *fastState, n stream.BlockNode, v reflect.Value) bool {
-		if n.Kind() != stream.BlockSequence {
+	return func(s *fastState, n BlockNode, v reflect.Value) bool {
+		if n.Kind() != BlockSequence {
 			x, ok := n.Untyped() // null, or base64 text for []byte
 			return ok && dec(s, x, v)
 		}
@@ -175,7 +176,7 @@ func yamlSlice(t reflect.Type, et *fastType, dec fastDecoder) yamlDecoder {
 		}
 		p := pool.Get()
 		scratch := reflect.ValueOf(p).Elem()
-		ok := n.Items(func(e stream.BlockNode) bool {
+		ok := n.Items(func(e BlockNode) bool {
 			i := scratch.Len()
 			if i == scratch.Cap() {
 				scratch.Grow(1)
@@ -204,7 +205,7 @@ func yamlSlice(t reflect.Type, et *fastType, dec fastDecoder) yamlDecoder {
 // yamlPtr returns the yamlDecoder of the pointer type t, to values that et decodes, as
 // newFastPtr's fastDecoder decodes it.
 func yamlPtr(t reflect.Type, et *fastType) yamlDecoder {
-	return func(s *fastState, n stream.BlockNode, v reflect.Value) bool {
+	return func(s *fastState, n BlockNode, v reflect.Value) bool {
 		if n.Null() {
 			return true
 		}

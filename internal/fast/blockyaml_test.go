@@ -1,6 +1,7 @@
-package stream
+package fast
 
 import (
+	"bytes"
 	"encoding/json"
 	"io/fs"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
 )
 
 // blockCases are documents of the subset parseBlockYAML takes, and of forms next to it that
@@ -64,12 +66,12 @@ var blockCases = []string{
 	"a: 'x''y'''''\nb: ''''\nc: '''\nd: 'x'''\n",
 }
 
-// blockSeeds returns blockCases, untypedCases, the documents of the FuzzReader corpus and
+// blockSeeds returns blockCases, the documents of stream's FuzzReader corpus and
 // the documents of the YAML files under testdata and examples of the module.
 func blockSeeds(t testing.TB) []string {
 	t.Helper()
-	seeds := append(append([]string(nil), blockCases...), untypedCases...)
-	corpus, err := filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzReader", "*"))
+	seeds := append([]string(nil), blockCases...)
+	corpus, err := filepath.Glob(filepath.Join("..", "stream", "testdata", "fuzz", "FuzzReader", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,4 +195,19 @@ func FuzzBlockYAML(f *testing.F) {
 		}
 		checkBlockYAML(t, []byte(doc))
 	})
+}
+
+// viaJSON is what the parser replaces: YAML to JSON text, and the text decoded.
+func viaJSON(doc []byte) (any, error) {
+	j, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }

@@ -1,4 +1,4 @@
-package stream
+package fast
 
 // This file defines transcode, which prints the JSON text that encoding/json writes as YAML
 // text straight from that text, without building untyped values: it reads the text once

@@ -1,4 +1,4 @@
-package stream
+package fast
 
 // This file defines parseBlockYAML, a parser of the plain subset of YAML most manifests are
 // written in, which yamlToUntyped tries before the YAML library.
