@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/starpod/starpod/internal/fast"
+	"github.com/starpod/starpod/internal/pipeline"
 	"os"
 	"runtime"
 	"strings"
@@ -153,31 +154,26 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 		return err
 	}
 
-	// With overlays in workers, which parse, apply and print whole batches, this process
-	// splits the input and writes the output: its heap is the text of the batches under way,
-	// a few MiB, and it makes garbage of every document it reads and writes.
-	p := &pipeline{ctx: ctx, a: a, chain: chain, env: env, format: f.output, rules: rules,
-		limits: stream.ReaderOptions{MaxDocumentBytes: maxDoc, MaxInputBytes: maxInput}}
-	if f.diff {
-		p.diff = &diffOptions{color: colorOutput(a.stdout)}
-	}
-	p.explain = f.explain
-	// Plain applies of overlays in workers send whole batches of documents to the workers.
-	p.inWorkers = f.isolate != "none" && !f.diff && !f.explain
-	p.ruleFlags, p.timeout = f.podTmpl, f.timeout
-	if p.inWorkers && inputSize(files) >= fillBytes {
+	inWorkers := f.isolate != "none"
+	if inWorkers && inputSize(files) >= fillBytes {
 		// An input this large keeps every worker busy for long: start them all now rather
 		// than once the first has kept batches waiting (see engine.WorkerPoolOptions.OnDemand).
 		if opts, err := f.options(a, f.scripts[0]); err == nil {
 			opts.Workers.Fill(opts)
 		}
 	}
+	p := pipeline.New(pipeline.Options{
+		Chain: chain, Env: env, Format: f.output, Rules: rules, Jobs: f.jobs, Stdin: a.stdin,
+		Limits:    stream.ReaderOptions{MaxDocumentBytes: maxDoc, MaxInputBytes: maxInput},
+		InWorkers: inWorkers,
+		Diff:      f.diff, Color: f.diff && colorOutput(a.stdout), Explain: f.explain,
+	})
 	out := &spool{limit: spoolMemory}
 	defer out.Close()
-	if err := p.run(files, f.jobs, out); err != nil {
+	if err := p.Run(ctx, files, out); err != nil {
 		return err
 	}
-	if p.pods.Load() == 0 {
+	if p.Pods() == 0 {
 		// A silent no-op is visible: a stream of kinds starpod does not know, or a typo.
 		fmt.Fprintln(a.stderr, "starpod apply: warning: the input held no pod and no pod template; nothing was applied (see --pod-template for other kinds)")
 	}

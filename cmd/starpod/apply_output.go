@@ -1,142 +1,16 @@
 package main
 
-// This file defines the output of apply: the encoding of documents, JSON Lists and the spool
-// that holds output until it can be written.
+// This file defines the spool that holds the output of apply until it can be written.
 
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"io"
 	"os"
-
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/starpod/starpod/internal/convert"
-	"github.com/starpod/starpod/internal/stream"
 )
 
-type docWriter struct {
-	w       io.Writer
-	format  string
-	n       int
-	pending []byte // the first JSON document, until the second (a copy: the batch's memory is used again)
-}
-
-// The text of a v1 List of JSON documents, before and after its items, as kubectl prints it
-// (sorted keys), at the indentation of the documents.
-const (
-	jsonListHead = "{\n  \"apiVersion\": \"v1\",\n  \"items\": [\n"
-	jsonListTail = "\n  ],\n  \"kind\": \"List\",\n  \"metadata\": {\n    \"resourceVersion\": \"\"\n  }\n}\n"
-)
-
-// writeRaw writes one encoded document.
-func (w *docWriter) writeRaw(data []byte) error {
-	w.n++
-	if w.format == "json" {
-		switch w.n {
-		case 1:
-			w.pending = append([]byte(nil), data...)
-			return nil
-		case 2:
-			if _, err := io.WriteString(w.w, jsonListHead); err != nil {
-				return err
-			}
-			if err := w.writeItem(w.pending); err != nil {
-				return err
-			}
-			w.pending = nil
-		}
-		if _, err := io.WriteString(w.w, ",\n"); err != nil {
-			return err
-		}
-		return w.writeItem(data)
-	}
-	if w.format == "yaml" && w.n > 1 {
-		if _, err := io.WriteString(w.w, "---\n"); err != nil {
-			return err
-		}
-	}
-	_, err := w.w.Write(data)
-	return err
-}
-
-// writeItem writes a JSON document as an item of the List: indented two levels, without its
-// final newline. JSON text has no newline but between tokens, so every line is indented.
-func (w *docWriter) writeItem(data []byte) error {
-	data = bytes.TrimSuffix(data, []byte("\n"))
-	buf := make([]byte, 0, len(data)+len(data)/8)
-	buf = append(buf, "    "...)
-	for {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			break
-		}
-		buf = append(buf, data[:i+1]...)
-		buf = append(buf, "    "...)
-		data = data[i+1:]
-	}
-	buf = append(buf, data...)
-	_, err := w.w.Write(buf)
-	return err
-}
-
-// finish writes what the documents written so far still need: the document held, or the end
-// of the List.
-func (w *docWriter) finish() error {
-	if w.format != "json" {
-		return nil
-	}
-	var err error
-	switch {
-	case w.n == 1:
-		_, err = w.w.Write(w.pending)
-		w.pending = nil
-	case w.n > 1:
-		_, err = io.WriteString(w.w, jsonListTail)
-	}
-	return err
-}
-
-// encode encodes an object the overlays produced.
-func encode(obj any, format string) ([]byte, error) {
-	if format == "json" {
-		data, err := json.MarshalIndent(obj, "", "  ")
-		return append(data, '\n'), err
-	}
-	return stream.MarshalYAML(obj)
-}
-
-// encodePod encodes a pod the overlays changed, or one read in the other format, with sorted
-// keys (as kubectl prints maps) and without the empty defaults that every encoded pod holds
-// (status: {} and each container's resources: {}) where its document did not hold them, as d
-// records.
-func encodePod(pod *corev1.Pod, d *convert.PodDefaults, format string) ([]byte, error) {
-	if format == "json" {
-		return d.MarshalIndent(pod, "", "  ")
-	}
-	return d.MarshalYAML(pod)
-}
-
-// passThrough encodes a document that is not a Pod unchanged: its text when the formats
-// agree, its content otherwise.
-func passThrough(doc *stream.Document, format string) ([]byte, error) {
-	if doc.JSON != (format == "json") {
-		return encode(doc.Object, format)
-	}
-	raw := doc.Raw
-	if doc.JSON {
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, raw, "", "  "); err != nil {
-			return nil, err
-		}
-		return append(buf.Bytes(), '\n'), nil
-	}
-	if !bytes.HasSuffix(raw, []byte("\n")) {
-		raw = append(raw[:len(raw):len(raw)], '\n')
-	}
-	return raw, nil
-}
+// Sizes of apply's output.
+const spoolMemory = 256 << 10 // output kept in memory before it goes to a temporary file (which costs less than the memory)
 
 // A spool holds output until it can be written: in memory up to limit bytes, then in a
 // temporary file. Close removes the file.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/starpod/starpod/internal/pipeline"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,7 @@ func TestApplyDiffExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := unifiedDiff(input+" document 1", before, after, false)
+			want, err := pipeline.UnifiedDiff(input+" document 1", before, after, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +99,7 @@ func TestApplyExplainExamples(t *testing.T) {
 
 // TestUnifiedDiffColor checks the colours of a diff on a terminal.
 func TestUnifiedDiffColor(t *testing.T) {
-	got, err := unifiedDiff("pod.yaml document 1", []byte("a: 1\nb: 2\n"), []byte("a: 1\nb: 3\n"), true)
+	got, err := pipeline.UnifiedDiff("pod.yaml document 1", []byte("a: 1\nb: 2\n"), []byte("a: 1\nb: 3\n"), true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/starpod/starpod/internal/pipeline"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -251,7 +252,7 @@ func (p *fnProcessor) Process(rl *resourceList) error {
 		}
 		for j, t := range it.obj.Templates {
 			pods = append(pods, t.Pod)
-			envs = append(envs, envOf(env, t))
+			envs = append(envs, pipeline.EnvOf(env, t))
 			refs = append(refs, ref{i, j})
 		}
 		items[i] = it

@@ -68,13 +68,13 @@ func ToStarlark(v any) (starlark.Value, error) {
 	return toStarlark(v)
 }
 
-// ToStarlarkRecycled is [ToStarlark] into memory that is used again: release, which must be
-// called once, makes the memory of the values it returned free for a later conversion. The
-// caller must not use those values, or any value that holds them, after release: it is for a
-// conversion whose values all die at a known point, as a pod's do once an overlay's result
-// is decoded. Such a conversion allocates nothing for its dicts, small lists and strings.
+// ToStarlarkRecycled is [ToStarlark], with a release function that the caller calls once the
+// values are dead. Release does nothing: the values are the collector's, as ToStarlark's.
+//
+// Deprecated: use ToStarlark.
 func ToStarlarkRecycled(v any) (x starlark.Value, release func(), err error) {
-	return toStarlarkRecycled(v)
+	x, err = toStarlark(v)
+	return x, func() {}, err
 }
 
 // Decode decodes x strictly into the value that out points to: no unknown fields (each reported

@@ -23,7 +23,6 @@ import (
 
 // An encoder holds the state of one ToStarlark call.
 type encoder struct {
-	arena      arena
 	pending    []entry    // dict entries of the structs being encoded, innermost last
 	mapPending []mapEntry // entries of the maps being encoded, innermost last
 	keys       []string   // scratch space for the keys of a map[string]string
@@ -62,35 +61,11 @@ func toStarlark(v any) (starlark.Value, error) {
 	}
 	e := encoderPool.Get().(*encoder)
 	x, err := e.convert(v)
-	e.arena.reset()
 	encoderPool.Put(e)
 	return x, err
 }
 
-// recyclingPool holds encoders with recycling arenas, for toStarlarkRecycled.
-var recyclingPool = sync.Pool{New: func() any { return &encoder{arena: arena{recycler: new(recycler)}} }}
-
-func toStarlarkRecycled(v any) (starlark.Value, func(), error) {
-	if v == nil {
-		return starlark.None, func() {}, nil
-	}
-	e := recyclingPool.Get().(*encoder)
-	release := func() {
-		if e != nil {
-			e.arena.recycle()
-			recyclingPool.Put(e)
-			e = nil
-		}
-	}
-	x, err := e.convert(v)
-	if err != nil {
-		release()
-		return nil, nil, err
-	}
-	return x, release, nil
-}
-
-// convert converts v with e, whose arena it leaves as it is.
+// convert converts v with e.
 func (e *encoder) convert(v any) (starlark.Value, error) {
 	rv := reflect.ValueOf(v)
 	x, err := typeEncoder(rv.Type())(e, rv)
@@ -206,7 +181,7 @@ func uintEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
 }
 
 func stringEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
-	return e.arena.string(validUTF8(v.String())), nil
+	return starlark.String(validUTF8(v.String())), nil
 }
 
 func float32Encoder(e *encoder, v reflect.Value) (starlark.Value, error) {
@@ -343,7 +318,7 @@ next:
 		}
 		e.pending = append(e.pending, entry{f.key, x})
 	}
-	d := e.arena.dict(len(e.pending) - start)
+	d := starlark.NewDict(len(e.pending) - start)
 	for _, kv := range e.pending[start:] {
 		d.SetKey(kv.k, kv.v)
 	}
@@ -448,11 +423,11 @@ func stringMapEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	d := e.arena.dict(len(m))
+	d := starlark.NewDict(len(m))
 	for _, k := range keys {
 		// Keys that differ only in invalid UTF-8 may collide, as they do in JSON text;
 		// the later one wins, as in json.decode.
-		d.SetKey(e.arena.string(validUTF8(k)), e.arena.string(validUTF8(m[k])))
+		d.SetKey(starlark.String(validUTF8(k)), starlark.String(validUTF8(m[k])))
 	}
 	clear(keys)
 	e.keys = keys[:0]
@@ -498,13 +473,13 @@ func (me *mapEncoder) encode(e *encoder, v reflect.Value) (starlark.Value, error
 	}
 	entries := e.mapPending[start:]
 	slices.SortFunc(entries, func(a, b mapEntry) int { return strings.Compare(a.k, b.k) })
-	d := e.arena.dict(len(entries))
+	d := starlark.NewDict(len(entries))
 	for _, p := range entries {
 		k := validUTF8(p.k)
 		if p.err != nil {
 			return nil, at(p.err, pathElem{kind: keyElem, name: k})
 		}
-		d.SetKey(e.arena.string(k), p.v)
+		d.SetKey(starlark.String(k), p.v)
 	}
 	return d, nil
 }
@@ -567,7 +542,7 @@ func byteSliceEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
 func newArrayEncoder(t reflect.Type) encoderFunc {
 	elemEnc := typeEncoder(t.Elem())
 	return func(e *encoder, v reflect.Value) (starlark.Value, error) {
-		l, elems := e.arena.list(v.Len())
+		elems := make([]starlark.Value, v.Len())
 		for i := range elems {
 			x, err := elemEnc(e, v.Index(i))
 			if err != nil {
@@ -575,7 +550,7 @@ func newArrayEncoder(t reflect.Type) encoderFunc {
 			}
 			elems[i] = x
 		}
-		return l, nil
+		return starlark.NewList(elems), nil
 	}
 }
 

@@ -71,7 +71,7 @@ func (e *encoder) callMarshalText(m interface{ MarshalText() ([]byte, error) }, 
 	if err != nil {
 		return nil, encodeErrorf("error calling MarshalText for type %s: %v", t, err)
 	}
-	return e.arena.string(validUTF8(string(b))), nil
+	return starlark.String(validUTF8(string(b))), nil
 }
 
 // jsonToStarlark converts JSON text as Starlark's json.decode does, keeping the order of
@@ -88,7 +88,7 @@ func (e *encoder) jsonToStarlark(b []byte) (starlark.Value, error) {
 		return starlark.False, nil
 	}
 	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && isPlainASCII(b[1:len(b)-1]) {
-		return e.arena.string(string(b[1 : len(b)-1])), nil
+		return starlark.String(string(b[1 : len(b)-1])), nil
 	}
 	if len(b) > 0 && len(b) <= 18 && isDigits(b) {
 		i, err := strconv.ParseInt(string(b), 10, 64)

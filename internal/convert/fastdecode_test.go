@@ -41,13 +41,9 @@ func readUntyped(data []byte) (any, bool) {
 // slowDecode decodes x into a new value of type typ as the slow path of DecodePod does:
 // Decode of the Starlark values of x.
 func slowDecode(typ reflect.Type, x any) (reflect.Value, bool) {
-	var a arena
-	sv, ok := untypedToStarlark(&a, x)
-	if !ok {
-		var err error
-		if sv, err = FromGo(x); err != nil {
-			return reflect.Value{}, false
-		}
+	sv, err := FromGo(x)
+	if err != nil {
+		return reflect.Value{}, false
 	}
 	out := reflect.New(typ)
 	errs, err := Decode(sv, out.Interface(), nil, nil)

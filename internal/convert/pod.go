@@ -3,7 +3,6 @@ package convert
 // This file defines the strict decoding of whole pods, with every problem in one error.
 
 import (
-	"encoding/json"
 	"github.com/starpod/starpod/internal/fast"
 	"strings"
 
@@ -46,55 +45,11 @@ func DecodePod(obj any) (*corev1.Pod, error) {
 // decodePodSlow decodes obj as DecodePod does, through the Starlark values of obj and
 // DecodePodValue.
 func decodePodSlow(obj any) (*corev1.Pod, error) {
-	var a arena
-	v, ok := untypedToStarlark(&a, obj)
-	if !ok {
-		var err error
-		if v, err = FromGo(obj); err != nil {
-			return nil, err
-		}
+	v, err := FromGo(obj)
+	if err != nil {
+		return nil, err
 	}
 	return DecodePodValue(v)
-}
-
-// untypedToStarlark converts the untyped JSON data of a document (maps, slices, strings,
-// json.Number, bools and nil) to the Starlark values FromGo gives, from the chunks of a,
-// with one allocation for many values rather than one for each. It reports false for data
-// that holds anything else, or a number FromGo refuses, which the caller converts with
-// FromGo for its error.
-func untypedToStarlark(a *arena, x any) (starlark.Value, bool) {
-	switch x := x.(type) {
-	case nil:
-		return starlark.None, true
-	case bool:
-		return starlark.Bool(x), true
-	case string:
-		return a.string(x), true
-	case json.Number:
-		v, err := numberToStarlark(string(x))
-		return v, err == nil
-	case map[string]any:
-		d := a.dict(len(x))
-		for _, k := range sortedKeys(x) {
-			v, ok := untypedToStarlark(a, x[k])
-			if !ok {
-				return nil, false
-			}
-			d.SetKey(a.string(k), v)
-		}
-		return d, true
-	case []any:
-		l, elems := a.list(len(x))
-		for i, e := range x {
-			v, ok := untypedToStarlark(a, e)
-			if !ok {
-				return nil, false
-			}
-			elems[i] = v
-		}
-		return l, true
-	}
-	return nil, false
 }
 
 // DecodePodYAML decodes doc, the YAML text of a pod document that stream.Document.Parse has

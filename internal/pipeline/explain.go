@@ -1,4 +1,4 @@
-package main
+package pipeline
 
 // This file defines --explain: every field the overlays changed, with its old and new value
 // and the overlay line that wrote it.

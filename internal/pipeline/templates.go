@@ -1,0 +1,98 @@
+package pipeline
+
+// This file defines what a pipeline does with pod templates: the ctx of each, and the errors
+// of documents that hold templates.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/stream"
+	"github.com/starpod/starpod/internal/workload"
+)
+
+
+
+// EnvOf returns env with ctx.workload of t: None for a pod. Commands that apply overlays to
+// the templates of workload.Find use it, as the pipeline does.
+func EnvOf(env *engine.Env, t *workload.Template) *engine.Env {
+	if t.Workload == nil {
+		return env
+	}
+	e := engine.Env{}
+	if env != nil {
+		e = *env
+	}
+	w := t.Workload
+	e.Workload = &engine.Workload{Kind: w.Kind, APIVersion: w.APIVersion, Name: w.Name, Namespace: w.Namespace, Path: w.Path}
+	return &e
+}
+
+// templateError puts the document in front of each line of a *workload.Error.
+func templateError(doc *stream.Document, err error) error {
+	var we *workload.Error
+	if !errors.As(err, &we) {
+		return fmt.Errorf("%s:%d: %v", doc.File, doc.Line, err)
+	}
+	where := fmt.Sprintf("%s:%d: %s %q: ", doc.File, doc.Line, we.Kind, we.Name)
+	var b strings.Builder
+	for i, fe := range we.Fields {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(where + fe.Error())
+	}
+	return errors.New(b.String())
+}
+
+// templateApplyError puts the document and the template an overlay failed on in front of the
+// overlay's error, and its backtrace after it.
+func templateApplyError(doc *stream.Document, t *workload.Template, err error) error {
+	return overlayError(templateWhere(doc, t), err)
+}
+
+// templateWhere says where an overlay failed on template t of doc.
+func templateWhere(doc *stream.Document, t *workload.Template) string {
+	if t.Workload == nil {
+		return fmt.Sprintf("%s:%d: pod %q at %s", doc.File, doc.Line, t.Pod.Name, t.Path)
+	}
+	return fmt.Sprintf("%s:%d: %s %q: %s", doc.File, doc.Line, t.Workload.Kind, t.Workload.Name, t.Path)
+}
+
+// overlayError puts where, the document and the pod or template an overlay failed on, in front
+// of every line of the overlay's error, and the error's backtrace after it.
+func overlayError(where string, err error) error {
+	var b strings.Builder
+	for i, line := range strings.Split(err.Error(), "\n") {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(where + ": " + line)
+	}
+	var e *engine.Error
+	if errors.As(err, &e) && e.Backtrace != "" {
+		b.WriteString("\n" + e.Backtrace)
+	}
+	return errors.New(b.String())
+}
+
+// headComment returns the comment lines at the head of a YAML document's text, such as Helm's
+// "# Source: chart/templates/deployment.yaml", which a document encoded anew keeps.
+func headComment(raw []byte) []byte {
+	n := 0
+	for n < len(raw) {
+		end := bytes.IndexByte(raw[n:], '\n')
+		if end < 0 {
+			break
+		}
+		line := bytes.TrimSpace(raw[n : n+end])
+		if len(line) > 0 && line[0] != '#' {
+			break
+		}
+		n += end + 1
+	}
+	return raw[:n:n]
+}
