@@ -23,6 +23,7 @@ import (
 
 // An encoder holds the state of one ToStarlark call.
 type encoder struct {
+	arena      arena
 	pending    []entry    // dict entries of the structs being encoded, innermost last
 	mapPending []mapEntry // entries of the maps being encoded, innermost last
 	keys       []string   // scratch space for the keys of a map[string]string
@@ -61,11 +62,35 @@ func toStarlark(v any) (starlark.Value, error) {
 	}
 	e := encoderPool.Get().(*encoder)
 	x, err := e.convert(v)
+	e.arena.reset()
 	encoderPool.Put(e)
 	return x, err
 }
 
-// convert converts v with e.
+// recyclingPool holds encoders with recycling arenas, for toStarlarkRecycled.
+var recyclingPool = sync.Pool{New: func() any { return &encoder{arena: arena{recycler: new(recycler)}} }}
+
+func toStarlarkRecycled(v any) (starlark.Value, func(), error) {
+	if v == nil {
+		return starlark.None, func() {}, nil
+	}
+	e := recyclingPool.Get().(*encoder)
+	release := func() {
+		if e != nil {
+			e.arena.recycle()
+			recyclingPool.Put(e)
+			e = nil
+		}
+	}
+	x, err := e.convert(v)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return x, release, nil
+}
+
+// convert converts v with e, whose arena it leaves as it is.
 func (e *encoder) convert(v any) (starlark.Value, error) {
 	rv := reflect.ValueOf(v)
 	x, err := typeEncoder(rv.Type())(e, rv)
@@ -318,7 +343,7 @@ next:
 		}
 		e.pending = append(e.pending, entry{f.key, x})
 	}
-	d := starlark.NewDict(len(e.pending) - start)
+	d := e.arena.dict(len(e.pending) - start)
 	for _, kv := range e.pending[start:] {
 		d.SetKey(kv.k, kv.v)
 	}
@@ -423,7 +448,7 @@ func stringMapEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	d := starlark.NewDict(len(m))
+	d := e.arena.dict(len(m))
 	for _, k := range keys {
 		// Keys that differ only in invalid UTF-8 may collide, as they do in JSON text;
 		// the later one wins, as in json.decode.
@@ -473,7 +498,7 @@ func (me *mapEncoder) encode(e *encoder, v reflect.Value) (starlark.Value, error
 	}
 	entries := e.mapPending[start:]
 	slices.SortFunc(entries, func(a, b mapEntry) int { return strings.Compare(a.k, b.k) })
-	d := starlark.NewDict(len(entries))
+	d := e.arena.dict(len(entries))
 	for _, p := range entries {
 		k := validUTF8(p.k)
 		if p.err != nil {
@@ -542,7 +567,7 @@ func byteSliceEncoder(e *encoder, v reflect.Value) (starlark.Value, error) {
 func newArrayEncoder(t reflect.Type) encoderFunc {
 	elemEnc := typeEncoder(t.Elem())
 	return func(e *encoder, v reflect.Value) (starlark.Value, error) {
-		elems := make([]starlark.Value, v.Len())
+		l, elems := e.arena.list(v.Len())
 		for i := range elems {
 			x, err := elemEnc(e, v.Index(i))
 			if err != nil {
@@ -550,7 +575,7 @@ func newArrayEncoder(t reflect.Type) encoderFunc {
 			}
 			elems[i] = x
 		}
-		return starlark.NewList(elems), nil
+		return l, nil
 	}
 }
 

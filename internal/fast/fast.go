@@ -12,7 +12,10 @@
 //   - [JSONToYAML]: the printing of the JSON text encoding/json writes as YAML, byte for byte
 //     as sigs.k8s.io/yaml.JSONToYAML prints it, for stream.MarshalYAML (beside that function).
 //
-// Every fast path declines when [Off] is set, so that the library paths alone run: the golden
+// One more lives where it works, on convert's encoder: convert.ToStarlarkRecycled hands out
+// the dicts and lists of one pod's Starlark values from chunks that the next pod reuses.
+//
+// Every fast path declines when [Off] is set (and ToStarlarkRecycled does not recycle), so that the library paths alone run: the golden
 // and fuzz tests run both ways, and the CLI sets Off when STARPOD_FAST_PATHS=off.
 package fast
 

@@ -98,4 +98,3 @@ func splitLines(text []byte) []string {
 	}
 	return lines
 }
-

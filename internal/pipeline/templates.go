@@ -14,8 +14,6 @@ import (
 	"github.com/starpod/starpod/internal/workload"
 )
 
-
-
 // EnvOf returns env with ctx.workload of t: None for a pod. Commands that apply overlays to
 // the templates of workload.Find use it, as the pipeline does.
 func EnvOf(env *engine.Env, t *workload.Template) *engine.Env {

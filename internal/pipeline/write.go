@@ -13,8 +13,6 @@ import (
 	"github.com/starpod/starpod/internal/stream"
 )
 
-
-
 type docWriter struct {
 	w       io.Writer
 	format  string
@@ -136,4 +134,3 @@ func passThrough(doc *stream.Document, format string) ([]byte, error) {
 	}
 	return raw, nil
 }
-
