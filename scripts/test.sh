@@ -38,8 +38,8 @@ echo "== fuzz (a few thousand inputs each, so regressions show)"
 # Each target is package:name:inputs; FuzzRandomPod fills whole pods, so it gets fewer.
 for target in \
 	./internal/convert:FuzzDecode:3000 ./internal/convert:FuzzRoundTrip:3000 ./internal/convert:FuzzDecodePodFast:3000 \
-	./internal/convert:FuzzRandomPod:500 ./internal/convert:FuzzTypedYAML:3000 ./internal/convert:FuzzDecodePodYAML:3000 \
-	./internal/stream:FuzzReader:3000 ./internal/stream:FuzzJSONToYAML:3000 \
+	./internal/convert:FuzzRandomPod:500 ./internal/convert:FuzzDecodePodYAML:3000 \
+	./internal/stream:FuzzReader:3000 ./internal/fast:FuzzJSONToYAML:3000 ./internal/fast:FuzzBlockYAML:3000 \
 	./builtins:FuzzParsePath:3000 ./scheduler:FuzzParseApp:3000 ./engine:FuzzPodDecoder:3000 \
 	./cmd/starpod:FuzzWriteResourceList:3000; do
 	IFS=: read -r pkg name inputs <<<"$target"

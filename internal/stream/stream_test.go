@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/starpod/starpod/internal/fast"
 	"io"
 	"path/filepath"
 	"strings"
@@ -167,7 +168,21 @@ func FuzzReader(f *testing.F) {
 			if !d.JSON {
 				texts = append(texts, lineText(d.Raw))
 			}
-			if ok, err := d.Parse(); err == nil && ok && !d.JSON {
+			ok, err := d.Parse()
+			if !d.JSON {
+				// The library paths alone (fast.Off) read the same content, or refuse it too.
+				lib := NewText(d.File, d.Index, d.Line, d.Raw, 0)
+				fast.Off = true
+				libOK, libErr := lib.Parse()
+				fast.Off = false
+				if (err == nil) != (libErr == nil) || ok != libOK {
+					t.Fatalf("document %d: Parse gives %v, %v; with fast.Off %v, %v\n%q", d.Index, ok, err, libOK, libErr, d.Raw)
+				}
+				if diff := cmp.Diff(lib.Object, d.Object); err == nil && diff != "" {
+					t.Fatalf("document %d: (-fast.Off +Parse)\n%s", d.Index, diff)
+				}
+			}
+			if err == nil && ok && !d.JSON {
 				// The document is one YAML document, and nothing follows it.
 				dec := goyaml.NewDecoder(strings.NewReader(string(d.Raw)))
 				var first, second any
