@@ -25,7 +25,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/kustomize/kyaml/comments"
 	"sigs.k8s.io/kustomize/kyaml/kio"
@@ -231,10 +230,8 @@ func (p *fnProcessor) Process(rl *resourceList) error {
 	// Find the templates of every item, then apply the chain to all of them at once.
 	var results fnResults
 	items := make([]fnItem, len(rl.Items))
-	var pods []*corev1.Pod
-	var envs []*engine.Env
-	type ref struct{ item, template int }
-	var refs []ref
+	objs := make([]*workload.Object, len(rl.Items))
+	templates := 0
 	for i, node := range rl.Items {
 		it := fnItem{node: node}
 		text, err := node.String()
@@ -250,30 +247,23 @@ func (p *fnProcessor) Process(rl *resourceList) error {
 			results = append(results, fieldResults(node, err)...)
 			continue
 		}
-		for j, t := range it.obj.Templates {
-			pods = append(pods, t.Pod)
-			envs = append(envs, pipeline.EnvOf(env, t))
-			refs = append(refs, ref{i, j})
-		}
-		items[i] = it
+		items[i], objs[i] = it, it.obj
+		templates += len(it.obj.Templates)
 	}
 	if len(results) > 0 {
 		return fail(results...)
 	}
-	if len(pods) == 0 {
+	if templates == 0 {
 		rl.Results = append(rl.Results, &fnResult{Severity: severityWarning,
 			Message: "the items held no pod and no pod template; nothing was applied"})
 		return nil
 	}
-	out, applyErrs := chain.ApplyEach(p.ctx, pods, envs)
-	for k, err := range applyErrs {
-		it, t := items[refs[k].item], items[refs[k].item].obj.Templates[refs[k].template]
-		if err != nil {
-			results = append(results, itemResult(it.node, t.Path, overlayMessage(err)))
-			continue
-		}
-		if err := it.obj.Put(refs[k].template, out[k]); err != nil {
-			results = append(results, fieldResults(it.node, err)...)
+	for _, e := range pipeline.ApplyTemplates(p.ctx, chain, env, objs) {
+		it := items[e.Object]
+		if e.Put {
+			results = append(results, fieldResults(it.node, e.Err)...)
+		} else {
+			results = append(results, itemResult(it.node, it.obj.Templates[e.Template].Path, overlayMessage(e.Err)))
 		}
 	}
 	if len(results) > 0 {

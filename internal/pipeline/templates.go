@@ -5,9 +5,12 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/stream"
@@ -93,4 +96,51 @@ func headComment(raw []byte) []byte {
 		n += end + 1
 	}
 	return raw[:n:n]
+}
+
+// A TemplateError is the error of one pod template of [ApplyTemplates]: of the overlays on
+// it, or of putting their result back into its object.
+type TemplateError struct {
+	Object   int   // the object's index in objs
+	Template int   // the template's index in the object's Templates
+	Err      error // an error of the chain, or a *workload.Error of putting the result back
+	Put      bool  // whether Err is of putting the result back
+}
+
+// ApplyTemplates applies chain to the pod templates of objs (nil objects hold none), all at
+// once, each with the ctx EnvOf gives it, and puts each result back into its object. It
+// returns the error of each template that failed, in order; every other result is put back.
+// It is what "starpod fn" does with the items of a ResourceList, which reports every error.
+func ApplyTemplates(ctx context.Context, chain engine.Chain, env *engine.Env, objs []*workload.Object) []TemplateError {
+	type ref struct{ obj, template int }
+	var pods []*corev1.Pod
+	var envs []*engine.Env
+	var refs []ref
+	for i, obj := range objs {
+		if obj == nil {
+			continue
+		}
+		for j, t := range obj.Templates {
+			pods = append(pods, t.Pod)
+			envs = append(envs, EnvOf(env, t))
+			refs = append(refs, ref{i, j})
+		}
+	}
+	if len(pods) == 0 {
+		return nil
+	}
+	out, errs := chain.ApplyEach(ctx, pods, envs)
+	var terrs []TemplateError
+	for k, err := range errs {
+		r := refs[k]
+		if err == nil {
+			if err = objs[r.obj].Put(r.template, out[k]); err == nil {
+				continue
+			}
+			terrs = append(terrs, TemplateError{Object: r.obj, Template: r.template, Err: err, Put: true})
+			continue
+		}
+		terrs = append(terrs, TemplateError{Object: r.obj, Template: r.template, Err: err})
+	}
+	return terrs
 }
