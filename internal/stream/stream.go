@@ -15,6 +15,10 @@
 //     aliases expand past the limit of a document is refused before its JSON text is made;
 //   - sigs.k8s.io/yaml prints YAML: its text is the one kubectl and the goldens show.
 //
+// Elsewhere, sigs.k8s.io/kustomize/kyaml reads and writes the ResourceLists of "starpod fn"
+// (KRM functions keep comments and field order), and go.yaml.in/yaml/v3 reads app specs and
+// configurations where errors need the position of a node.
+//
 // Plain block YAML, as most manifests are written, is read, and JSON text printed as YAML, by
 // the fast paths of internal/fast, which decline everything else and give the same data and
 // the same text; they are off when fast.Off is set.
