@@ -3,16 +3,6 @@ package convert
 // This file defines PodDefaults, the empty fields that encoding a pod writes though its
 // document did not hold them.
 
-import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/starpod/starpod/internal/stream"
-)
-
 // The lists of containers of a pod spec, whose containers encoding/json gives resources: {}.
 var containerLists = [...]string{"initContainers", "containers", "ephemeralContainers"}
 
@@ -75,61 +65,8 @@ func (d *PodDefaults) Remove(v any) {
 	}
 }
 
-// MarshalYAML returns the YAML text of pod as stream.MarshalYAML prints it (sorted keys, as
-// sigs.k8s.io/yaml), without the empty defaults that d's document did not hold.
-func (d *PodDefaults) MarshalYAML(pod *corev1.Pod) ([]byte, error) {
-	if d == nil {
-		return stream.MarshalYAML(pod)
-	}
-	data, err := json.Marshal(pod)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
-	}
-	if text, ok := d.removeText(data); ok {
-		return stream.JSONToYAML(text, nil)
-	}
-	return stream.JSONToYAML(data, d.Remove)
-}
-
-// emptyStatus ends the JSON text of a pod whose status is empty: encoding/json writes a
-// pod's fields in their order, status last.
-var emptyStatus = []byte(`,"status":{}}`)
-
-// removeText returns the JSON text of a pod, data, as encoding/json wrote it, without the
-// defaults d removes, when it can tell them in the text: when no object in it is an empty
-// "resources" (a container's, or another's), only the status at its end is to go. Then
-// printing the text as it is saves decoding it to edit it.
-func (d *PodDefaults) removeText(data []byte) ([]byte, bool) {
-	if bytes.Contains(data, []byte(`"resources":{}`)) {
-		return nil, false
-	}
-	if !d.status && bytes.HasSuffix(data, emptyStatus) {
-		data = append(data[:len(data)-len(emptyStatus)], '}')
-	}
-	return data, true
-}
-
-// MarshalIndent returns the JSON text of pod as json.MarshalIndent prints untyped data (sorted
-// keys, as sigs.k8s.io/yaml and kubectl print maps), with a final newline, without the empty
-// defaults that d's document did not hold.
-func (d *PodDefaults) MarshalIndent(pod *corev1.Pod, prefix, indent string) ([]byte, error) {
-	data, err := json.Marshal(pod)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
-	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
-	}
-	d.Remove(v)
-	out, err := json.MarshalIndent(v, prefix, indent)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
-	}
-	return append(out, '\n'), nil
-}
+// Status reports whether the document held status; the nil *PodDefaults says it did.
+func (d *PodDefaults) Status() bool { return d == nil || d.status }
 
 // isEmptyMap reports whether v is an object with no members.
 func isEmptyMap(v any) bool {

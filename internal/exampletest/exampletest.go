@@ -8,6 +8,7 @@ package exampletest
 import (
 	"context"
 	"fmt"
+	"github.com/starpod/starpod/internal/pipeline"
 	"os"
 	"path/filepath"
 	"sort"
@@ -111,7 +112,7 @@ func (e *Example) Compile(ctx context.Context, opts engine.Options) (*engine.Ove
 // MarshalYAML prints a result of the example's overlay as starpod apply prints a pod the
 // overlay changed: sorted keys, without the empty defaults that pod.yaml did not hold.
 func (e *Example) MarshalYAML(pod *corev1.Pod) ([]byte, error) {
-	return e.Defaults.MarshalYAML(pod)
+	return pipeline.EncodePod(pod, e.Defaults, "yaml")
 }
 
 // readYAML decodes a file strictly.

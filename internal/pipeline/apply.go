@@ -244,7 +244,7 @@ func (p *Pipeline) encodePodDoc(w *work, doc *stream.Document, k int) ([]byte, e
 		// key order, rather than the pod encoded anew.
 		return passThrough(doc, p.opts.Format)
 	}
-	return encodePod(res, d, p.opts.Format)
+	return EncodePod(res, d, p.opts.Format)
 }
 
 // encodeDoc returns the output of doc, document i of w, which is not a pod; k is the first

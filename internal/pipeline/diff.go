@@ -72,11 +72,11 @@ func (p *Pipeline) diffPod(doc *stream.Document, in, out *corev1.Pod, d *convert
 	if workload.Unchanged(in, out) {
 		return nil, nil
 	}
-	before, err := encodePod(in, d, "yaml")
+	before, err := EncodePod(in, d, "yaml")
 	if err != nil {
 		return nil, err
 	}
-	after, err := encodePod(out, d, "yaml")
+	after, err := EncodePod(out, d, "yaml")
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 
 	corev1 "k8s.io/api/core/v1"
@@ -104,15 +105,58 @@ func encode(obj any, format string) ([]byte, error) {
 	return stream.MarshalYAML(obj)
 }
 
-// encodePod encodes a pod the overlays changed, or one read in the other format, with sorted
-// keys (as kubectl prints maps) and without the empty defaults that every encoded pod holds
-// (status: {} and each container's resources: {}) where its document did not hold them, as d
-// records.
-func encodePod(pod *corev1.Pod, d *convert.PodDefaults, format string) ([]byte, error) {
-	if format == "json" {
-		return d.MarshalIndent(pod, "", "  ")
+// EncodePod encodes a pod the overlays changed, or one read in the other format, as YAML or
+// JSON (format "yaml" or "json") with sorted keys (as kubectl prints maps) and without the
+// empty defaults that every encoded pod holds (status: {} and each container's
+// resources: {}) where its document did not hold them, as d records. The YAML is
+// sigs.k8s.io/yaml's text of the pod without them.
+func EncodePod(pod *corev1.Pod, d *convert.PodDefaults, format string) ([]byte, error) {
+	data, err := json.Marshal(pod)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
 	}
-	return d.MarshalYAML(pod)
+	if format == "json" {
+		return indentPod(data, d)
+	}
+	if text, ok := removeText(data, d); ok {
+		return stream.JSONToYAML(text, nil)
+	}
+	return stream.JSONToYAML(data, d.Remove)
+}
+
+// indentPod returns the JSON text of a pod, data, as json.MarshalIndent prints untyped data
+// (sorted keys), with a final newline, without the defaults d removes.
+func indentPod(data []byte, d *convert.PodDefaults) ([]byte, error) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
+	}
+	d.Remove(v)
+	out, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling into JSON: %v", err)
+	}
+	return append(out, '\n'), nil
+}
+
+// emptyStatus ends the JSON text of a pod whose status is empty: encoding/json writes a
+// pod's fields in their order, status last.
+var emptyStatus = []byte(`,"status":{}}`)
+
+// removeText returns the JSON text of a pod, data, as encoding/json wrote it, without the
+// defaults d removes, when it can tell them in the text: when no object in it is an empty
+// "resources" (a container's, or another's), only the status at its end is to go. Then
+// printing the text as it is saves decoding it to edit it.
+func removeText(data []byte, d *convert.PodDefaults) ([]byte, bool) {
+	if bytes.Contains(data, []byte(`"resources":{}`)) {
+		return nil, false
+	}
+	if !d.Status() && bytes.HasSuffix(data, emptyStatus) {
+		data = append(data[:len(data)-len(emptyStatus)], '}')
+	}
+	return data, true
 }
 
 // passThrough encodes a document that is not a Pod unchanged: its text when the formats

@@ -1,4 +1,4 @@
-package convert
+package pipeline
 
 import (
 	"encoding/json"
@@ -8,10 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/starpod/starpod/internal/convert"
 	"github.com/starpod/starpod/internal/stream"
 )
 
-// TestPodDefaultsText checks that MarshalYAML, which removes the defaults in the JSON text
+// TestPodDefaultsText checks that EncodePod, which removes the defaults in the JSON text
 // where it can, prints what removing them from the untyped data prints.
 func TestPodDefaultsText(t *testing.T) {
 	withResources := func(p *corev1.Pod) {
@@ -43,7 +44,7 @@ func TestPodDefaultsText(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(pod)
 			}
-			d := PodDefaultsOf(tc.doc)
+			d := convert.PodDefaultsOf(tc.doc)
 			data, err := json.Marshal(pod)
 			if err != nil {
 				t.Fatal(err)
@@ -52,14 +53,14 @@ func TestPodDefaultsText(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := d.MarshalYAML(pod)
+			got, err := EncodePod(pod, d, "yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(string(want), string(got)); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
-			if _, ok := d.removeText(data); ok != tc.text {
+			if _, ok := removeText(data, d); ok != tc.text {
 				t.Errorf("removeText: got %v, want %v", ok, tc.text)
 			}
 		})
