@@ -167,7 +167,7 @@ func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline tim
 		return attempt{err: &Error{Overlay: o.name, Err: err}}
 	}
 	key := r.script.Key
-	w, err := r.pool.Get(r.limit, key, fresh)
+	w, err := r.pool.Get(ctx, r.limit, key, fresh)
 	if err != nil {
 		return attempt{err: &Error{Overlay: o.name, Err: err}}
 	}

@@ -91,7 +91,7 @@ func (c Chain) RunTask(ctx context.Context, name string, env *Env, req []byte, o
 		return nil, err
 	}
 	first := rs[0]
-	w, err := first.pool.Get(first.limit, first.script.Key, false)
+	w, err := first.pool.Get(ctx, first.limit, first.script.Key, false)
 	if err != nil {
 		return nil, err
 	}

@@ -244,7 +244,7 @@ func compileWorker(ctx context.Context, name string, src []byte, opts *Options) 
 // which the worker reports at the load statement.
 func resolveLoads(ctx context.Context, name string, src []byte, opts *Options, pool *WorkerPool) ([]wireLoad, error) {
 	limit := opts.maxMemory()
-	w, err := pool.p.Get(limit, "", false)
+	w, err := pool.p.Get(ctx, limit, "", false)
 	if err != nil {
 		return nil, &Error{Overlay: name, Err: err}
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/starpod/starpod/cmd/starpod/internal/early"
 	"github.com/starpod/starpod/engine"
 )
 
@@ -30,8 +29,6 @@ func newWorkerCmd(a *app) *cobra.Command {
 // binary, re-executed with its hidden worker subcommand. It starts a second worker only once
 // the first has kept applies waiting four times as long as a start took: a command is often
 // done before another worker would have paid for its start.
-//
-// Its first worker is often the one package early started as the process started.
 var workerPool = sync.OnceValue(func() *engine.WorkerPool {
-	return engine.NewWorkerPool(&engine.WorkerPoolOptions{Path: early.Path(), Args: early.Args, OnDemand: true})
+	return engine.NewWorkerPool(&engine.WorkerPoolOptions{Args: []string{"worker"}, OnDemand: true})
 })
