@@ -12,8 +12,7 @@ package engine
 //   - Scripts and modules are bounded in size (internal/bound: 1 MiB each, 8 MiB for the
 //     modules of one compile, 1,000 modules) and loaders read only regular files.
 //   - A worker lets its data segment (heap and thread stacks) grow from its start by MaxMemory
-//     plus 32 MiB for thread stacks (and the address space of its ballast, see
-//     internal/sandbox, which takes no memory), and its address space likewise, with setrlimit
+//     plus 32 MiB for thread stacks, and its address space likewise, with setrlimit
 //     before it reads a script, and sets the collector's soft limit to MaxMemory;
 //     where a cgroup v2 memory controller is writable it also puts itself in a cgroup with
 //     memory.max = MaxMemory. A script that passes the limit kills its worker; the caller gets

@@ -31,7 +31,6 @@ import (
 	"strconv"
 
 	"github.com/starpod/starpod/internal/bound"
-	"github.com/starpod/starpod/internal/residency"
 )
 
 // The environment of a child.
@@ -89,7 +88,6 @@ func Enter() error {
 		f.Close()
 	}
 	procs := 2
-	extra := int64(0)
 	if role == "worker" {
 		// A worker does one thing at a time, and its collector the rest: where the pool has a
 		// worker per processor, a second P would only have the collector contend with the
@@ -97,50 +95,19 @@ func Enter() error {
 		if n, err := strconv.Atoi(os.Getenv(envProcs)); err == nil && n >= 1 {
 			procs = min(procs, n)
 		}
-		extra = min(limit/8, maxBallast)
 	}
 	runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), procs))
-	if err := setRlimits(limit*RaceMemoryFactor + extra); err != nil {
+	if err := setRlimits(limit * RaceMemoryFactor); err != nil {
 		return fmt.Errorf("limiting memory: %v", err)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// The collector works harder as the heap nears the limit, so that garbage alone does not
 		// reach the hard limit that kills the process.
-		debug.SetMemoryLimit(limit*RaceMemoryFactor + extra)
+		debug.SetMemoryLimit(limit * RaceMemoryFactor)
 	}
 	if role == "worker" {
 		joinMemoryCgroup(limit) // best effort
-		// The ballast and the heap's huge pages come with the collector off, and its one
-		// collection at the end of HugeHeap: so far above the heap's goal, each allocation
-		// would begin a collection at once and help mark the heap first.
-		gcPercent := debug.SetGCPercent(-1)
-		ballast = make([]byte, extra)
-		residency.HugeHeap(int(min(limit/8, maxHugeHeap))) // best effort
-		debug.SetGCPercent(gcPercent)
 	}
 	enterProgress()
 	return nil
 }
-
-// maxBallast bounds the size of a worker's ballast.
-const maxBallast = 6 << 20
-
-// maxHugeHeap bounds the part of a worker's heap that grows in huge pages (see
-// [residency.HugeHeap]): what a worker that applies, parses and prints batches of pods
-// uses. At 1,000 pods it halves the page faults of a worker's life, and takes a fifth of its
-// CPU time off. Its resident memory grows by about 2 MiB.
-const maxHugeHeap = 16 << 20
-
-// ballast is a worker's ballast: an allocation never touched, which takes address space but no
-// memory. A worker's live heap is two or three megabytes (what the program's packages set up,
-// and the work at hand), so without it the collector would run every time that much garbage
-// piles up; with it the collector aims at a heap larger by twice its size and runs less
-// often. Each megabyte of ballast lets garbage, and resident memory with it, grow by about a
-// megabyte: at 6 MiB, a worker that parses, applies and prints batches of documents stays
-// under 28 MiB resident (27 at 4 MiB, 31 at 8 MiB; its heap's huge pages, see
-// maxHugeHeap, came later and add about 2 MiB), and spends about a tenth less CPU time
-// than at 2 MiB, in an apply of 10,000 pods and in a dry run of 1,000 replicas alike. What
-// keeps it this low is that a worker gives back the pages of the executable its start
-// touched (see internal/residency). The rlimits allow for its address space, so that a
-// script may use as much as without it.
-var ballast []byte
