@@ -203,7 +203,7 @@ type remote struct {
 // compiles the script with the answers.
 func compileWorker(ctx context.Context, name string, src []byte, opts *Options) (*Overlay, error) {
 	if limit := opts.maxMemory(); limit < sandbox.MinMemory {
-		return nil, &Error{Overlay: name, Err: fmt.Errorf("starting an overlay worker: %v", sandbox.ErrSmallMemory(limit))}
+		return nil, &Error{Overlay: name, Err: fmt.Errorf("starting an overlay worker: %w", &sandbox.SmallMemoryError{Limit: limit})}
 	}
 	pool := opts.Workers
 	if pool == nil {

@@ -210,7 +210,7 @@ var ErrClosed = errors.New("the worker pool is closed")
 // worker.
 func (p *Pool) Get(ctx context.Context, limit int64, key string, fresh bool) (*Worker, error) {
 	if limit < MinMemory {
-		return nil, fmt.Errorf("starting an %s: %v", p.opts.Name, ErrSmallMemory(limit))
+		return nil, fmt.Errorf("starting an %s: %w", p.opts.Name, &SmallMemoryError{limit})
 	}
 	p.mu.Lock()
 	for {

@@ -499,7 +499,8 @@ func TestPoolStart(t *testing.T) {
 	if _, err := other.Get(context.Background(), 128<<20, "", false); err == nil || !strings.Contains(err.Error(), `got protocol "sandbox-test/1", want "other/1"`) {
 		t.Errorf("another protocol: got %v", err)
 	}
-	if _, err := p.Get(context.Background(), 16<<20, "", false); err == nil || !strings.Contains(err.Error(), "the memory limit 16Mi is below the 48Mi") {
+	var small *SmallMemoryError
+	if _, err := p.Get(context.Background(), 16<<20, "", false); !errors.As(err, &small) || small.Limit != 16<<20 || !strings.Contains(err.Error(), "the memory limit 16Mi is below the 48Mi") {
 		t.Errorf("small limit: got %v", err)
 	}
 

@@ -47,9 +47,13 @@ const (
 // needs room beyond it.
 const MinMemory = 48 << 20
 
-// ErrSmallMemory is the error of a memory limit below MinMemory.
-func ErrSmallMemory(limit int64) error {
-	return fmt.Errorf("the memory limit %s is below the %s a process needs to run scripts", bound.FormatSize(limit), bound.FormatSize(MinMemory))
+// A SmallMemoryError is a memory limit below [MinMemory].
+type SmallMemoryError struct {
+	Limit int64
+}
+
+func (e *SmallMemoryError) Error() string {
+	return fmt.Sprintf("the memory limit %s is below the %s a process needs to run scripts", bound.FormatSize(e.Limit), bound.FormatSize(MinMemory))
 }
 
 // IsWorker reports whether the process was started by a [Pool] as a worker.
@@ -81,7 +85,7 @@ func Enter() error {
 		return fmt.Errorf("%s: got %q, want a positive number of bytes", envMemory, os.Getenv(envMemory))
 	}
 	if limit < MinMemory {
-		return fmt.Errorf("limiting memory: %v", ErrSmallMemory(limit))
+		return fmt.Errorf("limiting memory: %w", &SmallMemoryError{limit})
 	}
 	if f := os.NewFile(crashFD, "crash report"); f != nil {
 		debug.SetCrashOutput(f, debug.CrashOptions{}) // the runtime keeps a copy of the descriptor
@@ -98,7 +102,7 @@ func Enter() error {
 	}
 	runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), procs))
 	if err := setRlimits(limit * RaceMemoryFactor); err != nil {
-		return fmt.Errorf("limiting memory: %v", err)
+		return fmt.Errorf("limiting memory: %w", err)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// The collector works harder as the heap nears the limit, so that garbage alone does not

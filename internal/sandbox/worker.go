@@ -69,7 +69,7 @@ func (p *Pool) spawn(limit int64) (*Worker, error) {
 	if path == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			return nil, fmt.Errorf("starting an %s: %v", p.opts.Name, err)
+			return nil, fmt.Errorf("starting an %s: %w", p.opts.Name, err)
 		}
 		path = exe
 	}
@@ -94,7 +94,7 @@ func (p *Pool) spawn(limit int64) (*Worker, error) {
 	if err != nil {
 		inW.Close()
 		outR.Close()
-		return nil, fmt.Errorf("starting an %s: %v", p.opts.Name, err)
+		return nil, fmt.Errorf("starting an %s: %w", p.opts.Name, err)
 	}
 	w.progress = w.child.page
 	p.started.Add(1)
@@ -286,7 +286,7 @@ func (w *Worker) Call(ctx context.Context, x Exchange, opts CallOptions) error {
 	case w.child.exit.memory():
 		f.Reason = Memory
 	case broke != nil:
-		f.Reason, f.Err = Crashed, fmt.Errorf("%s failed: %v", w.pool.opts.Name, broke)
+		f.Reason, f.Err = Crashed, fmt.Errorf("%s failed: %w", w.pool.opts.Name, broke)
 	default:
 		f.Reason, f.Err = Crashed, fmt.Errorf("%s failed: %s", w.pool.opts.Name, w.child.exit.why())
 	}
