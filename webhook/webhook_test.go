@@ -453,8 +453,10 @@ func TestMemoryBombIsolated(t *testing.T) {
 		t.Skip("starts worker processes")
 	}
 	f := newFixture(t, besideBomb(), &Options{
-		Engine:         engine.Options{Isolation: engine.WorkerProcess, MaxMemory: 128 << 20},
+		// The bomb has all the time it could take on a loaded machine to reach its memory limit.
+		Engine:         engine.Options{Isolation: engine.WorkerProcess, MaxMemory: 128 << 20, Timeout: 2 * time.Minute},
 		WorkersPerRule: 1,
+		RequestTimeout: 3 * time.Minute,
 	})
 	var wg sync.WaitGroup
 	for range 2 {
