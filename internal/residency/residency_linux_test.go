@@ -87,4 +87,7 @@ func TestOff(t *testing.T) {
 	if n, err := ReleaseExecutable(); n != 0 || err != nil {
 		t.Errorf("ReleaseExecutable() = %d, %v, want 0, nil", n, err)
 	}
+	if n, err := HugeHeap(16 << 20); n != 0 || err != nil {
+		t.Errorf("HugeHeap(16 MiB) = %d, %v, want 0, nil", n, err)
+	}
 }
