@@ -4,6 +4,7 @@ package main
 // memory limit.
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -20,7 +21,8 @@ func newWorkerCmd(a *app) *cobra.Command {
 		Hidden: true,
 		Args:   usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return engine.ServeWorker()
+			engine.ServeWorkerIfRequested() // a worker's main has served already
+			return errors.New("not started as a worker by starpod")
 		},
 	}
 }
