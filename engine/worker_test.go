@@ -77,7 +77,7 @@ func serveWorkerProfiled() int {
 // enough that a memory bomb always meets the memory limit first, even on a busy machine;
 // tests of the time limit set theirs.
 func workerOptions(pool *engine.WorkerPool) *engine.Options {
-	return &engine.Options{Isolation: engine.WorkerProcess, Workers: pool, MaxMemory: 128 << 20, Timeout: 20 * time.Second}
+	return &engine.Options{Isolation: engine.WorkerProcess, Workers: pool, MaxMemory: 128 << 20, Timeout: 2 * time.Minute}
 }
 
 func TestWorkerApply(t *testing.T) {

@@ -118,7 +118,7 @@ func TestRenderWorkersErrors(t *testing.T) {
 			"        for i in range(1 << 40):\n" +
 			"            pass\n",
 	})
-	limits := engine.Options{Timeout: 200 * time.Millisecond, MaxSteps: 1 << 50}
+	limits := engine.Options{Timeout: time.Second, MaxSteps: 1 << 50}
 	want, wantPrints := renderErrors(t, app, limits)
 	wopts := workerOptions(t)
 	wopts.Timeout, wopts.MaxSteps = limits.Timeout, limits.MaxSteps
