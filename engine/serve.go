@@ -33,9 +33,9 @@ import (
 //	}
 //
 // In a worker it limits the process's memory, serves requests on standard input and output
-// until standard input closes, and exits; it never returns. It is the only hook a program
-// needs for worker isolation; it must not be called from an init function, whose package
-// would then serve before the program's other packages are initialised.
+// until standard input closes, and exits; it never returns. It is the one hook a program
+// needs for worker isolation. Call it from main, never from an init function: nothing should
+// start serving while the program is still being initialised.
 func ServeWorkerIfRequested() {
 	if !sandbox.IsWorker() {
 		return

@@ -36,7 +36,8 @@ package engine
 //     dropped, with one line saying so), the texts of errors to 16 KiB each, and no frame from
 //     a worker may pass answerFrameLimit, a few times the result size limit. print() output
 //     reaches the caller as it happens, also when a later step kills the worker. What a pod
-//     printed before its worker died is not passed on twice when the pod runs again in another worker.
+//     printed before its worker died is not passed on twice when the pod runs again in
+//     another worker.
 //   - Steps, time and result size are limited inside the worker as in process; the parent also
 //     kills a worker that has not finished a pod within the time limit plus one second (one
 //     step that runs long, such as a huge sort), and a worker whose caller's context ends.
@@ -157,8 +158,9 @@ var theDefaultPool struct {
 // Prestart starts, in the background, as many workers as p has room for (with OnDemand,
 // one, if none of the limit is alive), with the memory limit of overlays compiled with opts
 // (nil means the zero Options), so that the first applies find them ready instead of each
-// waiting for a process to start. It does not wait for them. A worker that fails to start is not reported: an apply that finds no idle worker
-// starts one itself, and reports why that fails.
+// waiting for a process to start. It does not wait for them. A worker that fails to start is
+// not reported: an apply that finds no idle worker starts one itself, and reports why that
+// fails.
 func (p *WorkerPool) Prestart(opts *Options) {
 	if opts == nil {
 		opts = &Options{}
