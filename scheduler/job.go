@@ -214,9 +214,7 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print t
 			errs = append(errs, rep.errs...)
 			continue
 		}
-		if rep.task != nil { // else it was printed, and its text is kept
-			job.Spec.Tasks = append(job.Spec.Tasks, *rep.task)
-		}
+		job.Spec.Tasks = append(job.Spec.Tasks, *rep.task)
 		// The gang: every task but the elastic ones above min_replicas.
 		job.Spec.MinAvailable += minAvailable(&app.Roles[rep.role], rep.id)
 		if print != nil {
@@ -364,9 +362,6 @@ func (b *builder) tasks(ctx context.Context, reps []*replica, chain engine.Chain
 				b.over.Store(true)
 			default:
 				rep.text = text
-			}
-			if b.print != nil {
-				rep.task = nil // printed: its text is what is kept
 			}
 		}
 		rep.pod, rep.labels = nil, nil
