@@ -28,8 +28,9 @@
 // [WorkerPool] and [ServeWorkerIfRequested]); a script that exhausts it gets a *LimitError.
 // An Overlay applies through one runner, in process or in workers, so that Apply, ApplyBatch
 // and ApplyEach are each written once; the worker processes themselves (pool, readiness,
-// limits, why one died) are package internal/sandbox's, and this package speaks its protocol
-// to them (proto.go, serve.go, remote.go).
+// limits, why one died) are package internal/sandbox's, the server loop and the encoding of
+// messages package internal/worker's, and this package defines the requests of overlays and
+// their handlers (proto.go, serve.go, remote.go).
 //
 // Every failure is an [*Error]: it names the overlay, the script position, the Starlark
 // backtrace where there is one, and for an invalid result the pod field path of each problem.
@@ -189,22 +190,6 @@ func Compile(ctx context.Context, name string, src []byte, opts *Options) (*Over
 	o.takes = n
 	o.pos = f.Position()
 	return o, nil
-}
-
-// CompileProgram parses and resolves src, the Starlark file named name, in the overlay dialect,
-// with the names of predecl predeclared besides the universe, as [Compile] does each file of an
-// overlay; to compile test files or other Starlark files that see more names. Its errors are
-// those of Compile, an *Error: every resolve error, one a line, and Python habits named with
-// what Starlark offers instead.
-func CompileProgram(name string, src []byte, predecl starlark.StringDict) (*starlark.Program, error) {
-	if int64(len(src)) > bound.MaxScript {
-		return nil, &Error{Overlay: name, Err: &bound.SizeError{Name: name, What: "script", Limit: bound.MaxScript}}
-	}
-	_, prog, err := compileFile(name, src, predecl)
-	if err != nil {
-		return nil, &Error{Overlay: name, Err: err}
-	}
-	return prog, nil
 }
 
 // compileFile parses and resolves one file of the overlay dialect, whose predeclared names
@@ -458,7 +443,7 @@ func (o *Overlay) applyValue(ctx context.Context, pod starlark.Value, env *Env) 
 	lim := stop()
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil && lim == nil {
-			err = fmt.Errorf("%w: %v", cerr, err)
+			err = fmt.Errorf("%w: %v", cerr, err) // the cause is the context's, not the EvalError's
 		}
 		return nil, o.evalError(err, thread, lim)
 	}

@@ -22,7 +22,7 @@ type Env struct {
 	ReplicaID   int               // ctx.replica_id, when Scheduler is set
 	NumReplicas int               // ctx.num_replicas, when Scheduler is set
 	Scheduler   string            // ctx.scheduler, e.g. "kubernetes"; empty outside a scheduler
-	Args        map[string]string // ctx.args, from --overlay-arg KEY=VALUE
+	Args        map[string]string // ctx.args, e.g. from starpod's --overlay-arg KEY=VALUE
 	Workload    *Workload         // ctx.workload; nil (None) for a bare pod
 }
 

@@ -51,14 +51,14 @@ func TestCompileHints(t *testing.T) {
 	}
 }
 
-// TestCompileProgram checks that other files compile with more predeclared names, and get the
+// TestLinkerCompile checks that other files compile with more predeclared names, and get the
 // same errors.
-func TestCompileProgram(t *testing.T) {
-	predeclared := starlark.StringDict{"check": starlark.None}
-	if _, err := engine.CompileProgram("t.star", []byte("check\n"), predeclared); err != nil {
+func TestLinkerCompile(t *testing.T) {
+	l := engine.NewLinker(nil, &engine.LinkOptions{Predeclared: starlark.StringDict{"check": starlark.None}})
+	if _, err := l.Compile("t.star", []byte("check\n")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := engine.CompileProgram("t.star", []byte("chekc\n"), predeclared)
+	_, err := l.Compile("t.star", []byte("chekc\n"))
 	if want := `t.star:1:1: undefined: chekc; did you mean "check"?`; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %s", err, want)
 	}

@@ -43,6 +43,10 @@ const hostileDir = "../testdata/hostile"
 const (
 	hostileMemory  = 128 << 20
 	hostileTimeout = 3 * time.Second
+	// The time limit of the cases that are not about time, in TestHostile and in
+	// sandbox_hostile.txtar: a memory bomb must reach its memory limit first however loaded
+	// the machine.
+	hostileScriptTimeout = 2 * time.Minute
 	// Margins of the bounds the test asserts, wide enough that a busy machine does not fail
 	// it. Beyond its start size, the data limit of a worker leaves room for thread stacks (see
 	// threadAllowance in internal/sandbox/limit_unix.go), and its resident memory counts program text. The
@@ -124,8 +128,12 @@ func TestHostile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			copts := *opts
+			if !strings.Contains(c.limit, "time") {
+				copts.Timeout = hostileScriptTimeout
+			}
 			start := time.Now()
-			o, err := engine.Compile(context.Background(), name, src, opts)
+			o, err := engine.Compile(context.Background(), name, src, &copts)
 			if err == nil {
 				_, err = o.Apply(context.Background(), pod, &engine.Env{Args: map[string]string{"a": "b"}})
 			}
@@ -163,7 +171,7 @@ func TestHostile(t *testing.T) {
 				lastPeak = peak
 			}
 			// Each case stops at one limit, in compile or in apply.
-			if bound := hostileTimeout + raceTimeFactor*hostileTimeMargin; elapsed > bound {
+			if bound := copts.Timeout + raceTimeFactor*hostileTimeMargin; elapsed > bound {
 				t.Errorf("took %v, want at most %v", elapsed, bound)
 			}
 		})
@@ -200,8 +208,11 @@ func TestHostileScript(t *testing.T) {
 	b.WriteString(`# Every overlay of testdata/hostile fails with its error through the starpod command,
 # which survives: exit code 1, nothing on standard output, the error on standard error,
 # within the time limit and a margin, and with no process above the memory limit, a margin
-# and a start size. Under the race detector a case may stop at the time limit instead: the
-# detector slows allocation-heavy code many times over, and memory limits are 8 times larger.
+# and a start size. Only the cases about time have a short time limit: the others, memory
+# bombs among them, have minutes, so that a loaded machine does not stop a bomb at its time
+# limit before its memory limit. Under the race detector a case may stop at the time limit
+# instead: the detector slows allocation-heavy code many times over, and memory limits are 8
+# times larger.
 # Generated from the corpus by: go test ./engine -run TestHostileScript -update
 
 cd $EXAMPLES/../testdata/hostile
@@ -211,9 +222,13 @@ cd $EXAMPLES/../testdata/hostile
 		if c.limit != "" {
 			fmt.Fprintf(&b, " (limit: %s)", c.limit)
 		}
+		timeLimit := hostileScriptTimeout
+		if strings.Contains(c.limit, "time") {
+			timeLimit = hostileTimeout
+		}
 		fmt.Fprintf(&b, "\nbounded 1 %s+%s %s starpod apply --max-memory %s --timeout %s --overlay-script %s -f pod.yaml --overlay-arg a=b\n",
-			hostileTimeout, hostileTimeMargin, bound.FormatSize(hostileMemory+hostileMemoryMargin+hostileCommandStart),
-			bound.FormatSize(hostileMemory), hostileTimeout, c.file)
+			timeLimit, hostileTimeMargin, bound.FormatSize(hostileMemory+hostileMemoryMargin+hostileCommandStart),
+			bound.FormatSize(hostileMemory), timeLimit, c.file)
 		var alts []string
 		for _, want := range c.wants {
 			alts = append(alts, regexp.QuoteMeta(want))
@@ -223,7 +238,7 @@ cd $EXAMPLES/../testdata/hostile
 			re = "(?:" + strings.Join(alts, "|") + ")"
 		}
 		// Under the race detector a case may stop at the time limit instead (raceTimeLimit).
-		timeout := regexp.QuoteMeta(fmt.Sprintf("exceeded the time limit of %s", hostileTimeout))
+		timeout := regexp.QuoteMeta(fmt.Sprintf("exceeded the time limit of %s", timeLimit))
 		fmt.Fprintf(&b, "! stdout .\n[!race] stderr '%s'\n[race] stderr '(?:%s|%s)'\n",
 			strings.ReplaceAll(re, "'", "''"), strings.ReplaceAll(re, "'", "''"), timeout)
 	}

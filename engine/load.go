@@ -153,9 +153,9 @@ type loadKey struct{ from, module string }
 // "a.star -> b.star -> a.star". [Linker.Load] then serves the load statements of the linked
 // files while they run.
 //
-// [Compile] links the modules of an overlay this way. To load modules for other Starlark files,
-// such as tests, use [NewLinker], link each file, and make Load the Load function of the threads
-// that run them. Link must not be called concurrently; once linking is done, Load may be called
+// [Compile] links the modules of an overlay this way. To compile other Starlark files, such as
+// tests, and load their modules, use [NewLinker], compile each file with [Linker.Compile], and
+// make Load the Load function of the threads that run them. Link must not be called concurrently; once linking is done, Load may be called
 // from many goroutines at once.
 type Linker struct {
 	loader      Loader
@@ -200,6 +200,25 @@ func NewLinker(loader Loader, opts *LinkOptions) *Linker {
 		}
 	}
 	return l
+}
+
+// Compile parses and resolves src, the Starlark file named name, in the overlay dialect with
+// the Linker's predeclared names besides the universe, and links the modules it loads (see
+// Link): to compile files other than overlays, such as tests, that see more names. Its errors
+// are those of [Compile], an *Error: every resolve error, one a line, and Python habits named
+// with what Starlark offers instead.
+func (l *Linker) Compile(name string, src []byte) (*starlark.Program, error) {
+	if int64(len(src)) > bound.MaxScript {
+		return nil, &Error{Overlay: name, Err: &bound.SizeError{Name: name, What: "script", Limit: bound.MaxScript}}
+	}
+	_, prog, err := compileFile(name, src, l.predeclared)
+	if err != nil {
+		return nil, &Error{Overlay: name, Err: err}
+	}
+	if err := l.Link(name, prog); err != nil {
+		return nil, err
+	}
+	return prog, nil
 }
 
 // Link loads the modules that prog, the compiled file named name, loads, and the modules those

@@ -34,8 +34,8 @@ type Options struct {
 
 	// Print receives the output of print() with the position of the call. Nil discards it.
 	// It may be called from several goroutines at once when an overlay is applied
-	// concurrently. In a worker, each message is cut at 64 KiB, and the output of a compile,
-	// of a pod's apply or of a task (see [Chain.RunTask]) at 1 MiB, with a line saying so.
+	// concurrently. In a worker, each message is cut at 64 KiB, and the output of a compile
+	// or of a pod's apply at 1 MiB, with a line saying so.
 	Print func(pos syntax.Position, msg string)
 
 	// Loader resolves load statements. Nil makes every load fail with an error.

@@ -8,8 +8,6 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/starpod/starpod/internal/wire"
 )
 
 // The parts of a pod a podDecoder reuses: the fields of the Pod message, by their numbers in
@@ -34,7 +32,7 @@ const (
 type podDecoder struct {
 	copy  bool             // whether to deep-copy what it takes from the last pod
 	pod   *corev1.Pod      // the pod decoded last, or nil
-	data  []byte           // its encoding: kind, apiVersion and protobuf
+	data  []byte           // its encoding: a pod message without its ctx
 	parts [podParts][]byte // the encodings of its parts (slices of data), nil for none or if not split
 }
 
@@ -43,7 +41,7 @@ func (d *podDecoder) forget() {
 	d.pod = nil
 }
 
-// decode decodes a pod's kind, apiVersion and protobuf encoding, as decodePod does.
+// decode decodes a pod message without its ctx, as decodePod does.
 func (d *podDecoder) decode(data []byte) (*corev1.Pod, error) {
 	if d.pod != nil && bytes.Equal(data, d.data) {
 		if d.copy {
@@ -53,13 +51,12 @@ func (d *podDecoder) decode(data []byte) (*corev1.Pod, error) {
 	}
 	last, lastParts := d.pod, d.parts
 	d.pod, d.parts = nil, [podParts][]byte{}
-	dec := &wire.Decoder{B: data}
-	kind, apiVersion := dec.Bytes(), dec.Bytes()
-	if dec.Err != nil {
-		return nil, dec.Err
+	kind, apiVersion, proto, err := podFields(data)
+	if err != nil {
+		return nil, err
 	}
-	head := len(data) - len(dec.B)
-	spans, ok := splitPod(dec.B)
+	head := cap(data) - cap(proto) // where proto begins in data, of which it is a slice
+	spans, ok := splitPod(proto)
 	var pod *corev1.Pod
 	if !ok || last == nil {
 		// Nothing to reuse, or an encoding other than a Pod's one metadata, spec and status

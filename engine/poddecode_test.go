@@ -35,15 +35,15 @@ func readTestPod(t testing.TB, file string) *corev1.Pod {
 	return pod
 }
 
-// encodePod returns the body of a pod frame after its ctx: pod's kind, apiVersion and protobuf
-// encoding.
+// encodePod returns the body of a pod frame after its ctx: a pod message of pod's kind,
+// apiVersion and protobuf encoding.
 func encodePod(t testing.TB, pod *corev1.Pod) []byte {
 	t.Helper()
 	var e podEncoder
 	if err := e.encode(pod); err != nil {
 		t.Fatal(err)
 	}
-	return append(appendKind(nil, pod.Kind, pod.APIVersion), e.proto...)
+	return append(appendKind(nil, pod.Kind, pod.APIVersion, len(e.proto)), e.proto...)
 }
 
 // replicaPods returns pods like the replicas of a role: the training pod with other names and
@@ -181,7 +181,7 @@ func TestPodDecoderEncodings(t *testing.T) {
 		"bad metadata":      record(podMetadata, []byte{0xff, 0xff}),
 	}
 	for name, proto := range cases {
-		data := append(appendKind(nil, "Pod", "v1"), proto...)
+		data := append(appendKind(nil, "Pod", "v1", len(proto)), proto...)
 		want, wantErr := decodePod(data)
 		for _, copy := range []bool{false, true} {
 			d := &podDecoder{copy: copy}

@@ -1,55 +1,74 @@
 package engine
 
-// This file defines the protocol between the engine and its worker processes: binary frames
-// over the worker's standard input and output, pods in the generated Kubernetes protobuf
-// encoding, and the serialisable forms of scripts and errors.
+// This file defines the protocol between the engine and its worker processes: frames over the
+// worker's standard input and output whose bodies are protocol buffers (package
+// internal/worker's encoding), pods in the generated Kubernetes protobuf encoding.
 //
 // Frames and the handshake that opens the protocol are package sandbox's (see
 // sandbox.FrameReader). After the handshake the parent sends requests, one at a time:
 //
-//	scan:    L(JSON wireSource)                       -> d(JSON wireScan)
-//	define:  D(JSON wireScript)                       -> p* d(empty, or JSON wireError)
-//	apply:   A(flags key) (P(pod) | S(message))* E    -> (p* (r(pod) | e(JSON wireError)))* p* d
-//	         F(flags key) (P(pod) | S(message))* E    -> the same
+//	scan:    L(source)                        -> d(scan)
+//	define:  D(script)                        -> p* (d | e(error))
+//	apply:   A(apply) (P(pod) | S(message))* E  -> (p* (r(pod) | e(error)))* p* d
+//	         F(apply) (P(pod) | S(message))* E  -> the same
+//	explain: X(apply) (P(pod) | S(message))* E  -> (p* (c(changes) r(pod) | e(error)))* p* d
 //
 // A scan parses one file, and answers with the modules its load statements name: the parent
 // resolves a script's loads file by file with its Loader, but parses nothing itself, so that a
 // file that takes much memory to parse (a parse bomb) kills a worker, not the parent, and the
-// parent knows which file it was. The worker compiles a defined script and answers done, with
-// the compile error if any. In an apply, the worker answers each pod frame (or skip frame, for
-// a pod the parent failed to encode) in order, with the resulting pod or the error, and
-// answers the end frame with done. It counts the pods it answered in its progress (see
+// parent knows which file it was. The worker compiles a defined script and answers done, or
+// the compile's error. In an apply, the worker answers each pod frame (or skip frame, for a
+// pod the parent failed to encode) in order, with the resulting pod or the error, and answers
+// the end frame with done. It counts the pods it answered in its progress (see
 // sandbox.SetProgress), so that the parent of a worker that died knows which pod it died at,
-// and writes its answers out in batches, or each at once where the flags say applyCareful
-// (see server.apply). In an apply that stops at the first pod that fails (F), the worker
-// answers the pods after that one with an error without applying the script to them, so that
-// a failed batch costs no more than the pods up to its failure. print() output (p, JSON
-// wirePrint) goes back as it happens, each message written out at once with the answers
-// before it, so that the parent has it even if a later step kills the worker. The parent
-// streams the pods while the worker applies the ones before, and decodes the answers while
-// the worker applies the ones after.
+// and writes its answers out in batches, or each at once where the request says careful (see
+// server.apply). In an apply that stops at the first pod that fails (F, X), the worker answers
+// the pods after that one with an error without applying the script to them, so that a failed
+// batch costs no more than the pods up to its failure. print() output (p) goes back as it
+// happens, each message written out at once with the answers before it, so that the parent
+// has it even if a later step kills the worker. The parent streams the pods while the worker
+// applies the ones before, and decodes the answers while the worker applies the ones after.
 //
-// A worker keeps the last maxWorkerScripts scripts it was sent, by their last define or
-// apply, and forgets older ones; the parent keeps the same account of each worker (a
-// sandbox.Cache on either side) and sends a define again before it applies a script the
-// worker has forgotten.
+// A script is known by its key, the SHA-256 of its define's body, which both sides compute. A
+// worker keeps the last maxWorkerScripts scripts it was sent, by their last define or apply,
+// and forgets older ones; the parent keeps the same account of each worker (a sandbox.Cache on
+// either side) and sends a define again before it applies a script the worker has forgotten.
 //
 // The parent reads no frame from a worker larger than answerFrameLimit allows for the result
 // size limit of the script at hand: a worker cuts print() output (maxPrintBytes,
 // maxPrintTotal) and the texts of errors (maxErrorText) to fit, and answers a result that
 // would not fit with a result size error.
 //
-// A pod frame's body is the ctx (a uvarint length and the encoding of appendEnv; length 0 for
-// a nil ctx), the kind and apiVersion (each a uvarint length and the bytes) and the pod's
-// protobuf encoding, to the end of the frame. A result frame's body is the same without the
-// ctx. The worker decodes a ctx whose bytes equal the previous ctx's only once, and takes the
-// metadata, spec or status of a pod whose encoding equals the previous pod's from that pod
-// (see podDecoder); Apply does not change them. The parent decodes results in the same way,
-// with copies.
+// The messages, by field number (see the append and decode functions of each):
+//
+//	source:  1 name, 2 src
+//	scan:    1 loads (repeated string), 2 err
+//	script:  1 name, 2 src, 3 has_loader, 4 loads (repeated load), 5 max_steps, 6 timeout
+//	         (ns), 7 max_result_bytes, 8 print, 9 validation
+//	load:    1 from, 2 module, 3 name, 4 src, 5 err
+//	apply:   1 key, 2 careful
+//	pod:     1 ctx (env; absent for None), 2 kind, 3 api_version, 4 the pod's protobuf
+//	env:     1 app_id, 2 role, 3 replica_id, 4 num_replicas, 5 scheduler, 6 args (repeated
+//	         {1 key, 2 value}, in the order of the keys), 7 workload
+//	workload: 1 kind, 2 api_version, 3 name, 4 namespace, 5 path
+//	print:   1 file, 2 line, 3 col, 4 msg
+//	error:   1 overlay, 2 file, 3 line, 4 col, 5 backtrace, 6 fields (repeated field), 7 msg
+//	         (the cause's), 8 limit
+//	field:   1 type, 2 field, 3 bad_value (JSON), 4 detail, 5 write
+//	write:   1 file, 2 line, 3 col, 4 backtrace, 5 input
+//	limit:   1 limit, 2 value, 3 path, 4 msg (the interpreter's)
+//	changes: 1 change (repeated: 1 overlay, 2 path, 3 old (JSON), 4 new (JSON), 5 file,
+//	         6 line, 7 col)
+//
+// A result frame is a pod without its ctx. A pod's fields are written in order, so that the
+// fields from kind on are a message of their own: the worker decodes a ctx whose bytes equal
+// the previous ctx's only once, and takes the metadata, spec or status of a pod whose encoding
+// equals the previous pod's from that pod (see podDecoder); Apply does not change them. The
+// parent decodes results in the same way, with copies. The values of bad_value, old and new
+// are any JSON value a Starlark script made, which JSON carries as it is.
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,11 +78,12 @@ import (
 	"unicode/utf8"
 
 	"go.starlark.net/syntax"
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/starpod/starpod/internal/sandbox"
-	"github.com/starpod/starpod/internal/wire"
+	"github.com/starpod/starpod/internal/worker"
 )
 
 // Bounds of what a worker sends back, so that no script can make the parent hold more than
@@ -73,9 +93,8 @@ const (
 	// marker saying how many bytes were cut.
 	maxPrintBytes = 64 << 10
 
-	// maxPrintTotal bounds the print() output of one compile, of one pod's apply and of one
-	// task (which the parent holds until the task ends) that reaches the parent; beyond it
-	// the prints are dropped, with one line saying so.
+	// maxPrintTotal bounds the print() output of one compile and of one pod's apply that
+	// reaches the parent; beyond it the prints are dropped, with one line saying so.
 	maxPrintTotal = 1 << 20
 
 	// maxErrorText bounds each text of an error (its message, backtrace, each field error's
@@ -96,42 +115,34 @@ func answerFrameLimit(maxResult int64) int {
 
 // protocolVersion names the protocol. A worker refuses a parent that speaks another, such as
 // one of another build of starpod.
-const protocolVersion = "starpod-worker/7"
+const protocolVersion = "starpod-worker/8"
 
 // maxWorkerScripts is how many compiled scripts a worker keeps, with their modules' globals.
 // A worker's memory limit covers them all.
 const maxWorkerScripts = 16
 
-// applyCareful is the flag of an apply request whose every answer the worker writes out at
-// once (see server.apply).
-const applyCareful = 1
-
 // The kinds of frames.
 const (
 	// from the parent
-	frameScan    = 'L' // body: JSON wireSource
-	frameDefine  = 'D' // body: JSON wireScript
-	frameApply   = 'A' // body: the apply flags and the key of a defined script
-	frameFirst   = 'F' // body: the apply flags and the key of a defined script; an apply that stops at the first pod that fails
-	frameExplain = 'X' // body: the apply flags and the key of a defined script; an apply that stops at the first pod that fails and explains each result
-	framePod     = 'P' // body: a ctx and a pod
-	frameSkip    = 'S' // body: why the parent could not encode the pod
+	frameScan    = 'L' // body: a source
+	frameDefine  = 'D' // body: a script
+	frameApply   = 'A' // body: an apply
+	frameFirst   = 'F' // body: an apply; one that stops at the first pod that fails
+	frameExplain = 'X' // body: an apply; one that stops at the first pod that fails and explains each result
+	framePod     = 'P' // body: a pod
+	frameSkip    = 'S' // body: why the parent could not encode the pod, as text
 	frameEnd     = 'E' // empty
-	frameTask    = 'T' // body: a wireTask (see wireTask.appendHead), then its request
 	// from the worker
-	framePrint   = 'p' // body: JSON wirePrint
-	frameResult  = 'r' // body: a pod
-	frameChanges = 'c' // body: JSON []wireChange, the changes of the result that follows
-	frameError   = 'e' // body: JSON wireError
-	frameDone    = 'd' // empty, or JSON wireError of a failed compile
-	frameAnswer  = 'a' // body: the answer of a task
-	frameNote    = 'n' // body: the worker's count of notes at a note of a task (uvarint), then the note
+	framePrint   = 'p' // body: a print
+	frameResult  = 'r' // body: a pod without its ctx
+	frameChanges = 'c' // body: changes, of the result that follows
+	frameError   = 'e' // body: an error
+	frameDone    = 'd' // empty, or for a scan a scan
 )
 
 // A wireScript is everything a worker needs to compile an overlay: its source, the results of
 // every load its Loader served in the parent, and the options that matter inside the worker.
 type wireScript struct {
-	Key            string        // identifies the script and its options
 	Name           string        // the overlay's name
 	Src            []byte        // its source
 	HasLoader      bool          // whether the parent has a Loader (else load is not enabled)
@@ -140,20 +151,7 @@ type wireScript struct {
 	Timeout        time.Duration // Options.Timeout
 	MaxResultBytes int64         // Options.MaxResultBytes
 	Print          bool          // whether print() output goes back to the parent
-	Validation     Validation    `json:",omitempty"` // Options.Validation
-}
-
-// A wireSource is one file for a worker to scan.
-type wireSource struct {
-	Name string
-	Src  []byte
-}
-
-// A wireScan is the answer to a scan: the modules that the file's load statements name, in
-// order, or why it could not be parsed.
-type wireScan struct {
-	Loads []string `json:",omitempty"`
-	Err   string   `json:",omitempty"`
+	Validation     Validation    // Options.Validation
 }
 
 // A wireLoad is one answer of the parent's Loader.
@@ -164,140 +162,342 @@ type wireLoad struct {
 	Err          string // the loader's error, if any
 }
 
-type wirePrint struct {
-	File      string
-	Line, Col int32
-	Msg       string
+// encode returns the encoding of d, a script message.
+func (d *wireScript) encode() []byte {
+	b := worker.AppendString(nil, 1, d.Name)
+	b = worker.AppendBytes(b, 2, d.Src)
+	b = worker.AppendBool(b, 3, d.HasLoader)
+	var l []byte
+	for _, ld := range d.Loads {
+		l = worker.AppendString(l[:0], 1, ld.From)
+		l = worker.AppendString(l, 2, ld.Module)
+		l = worker.AppendString(l, 3, ld.Name)
+		l = worker.AppendBytes(l, 4, ld.Src)
+		l = worker.AppendString(l, 5, ld.Err)
+		b = worker.AppendBytes(b, 4, l)
+	}
+	b = worker.AppendUint(b, 5, d.MaxSteps)
+	b = worker.AppendInt(b, 6, int64(d.Timeout))
+	b = worker.AppendInt(b, 7, d.MaxResultBytes)
+	b = worker.AppendBool(b, 8, d.Print)
+	return worker.AppendInt(b, 9, int64(d.Validation))
 }
 
-// A wireError is an *Error in a form that crosses the process boundary.
-type wireError struct {
-	Overlay   string
-	File      string `json:",omitempty"`
-	Line, Col int32  `json:",omitempty"`
-	Backtrace string `json:",omitempty"`
-	Fields    []wireField
-	Msg       string     `json:",omitempty"` // the cause's message
-	Limit     *wireLimit `json:",omitempty"`
+// decodeScript decodes a script message.
+func decodeScript(data []byte) (*wireScript, error) {
+	d := new(wireScript)
+	err := worker.Fields(data, func(f worker.Field) error {
+		switch f.Num {
+		case 1:
+			d.Name = f.String()
+		case 2:
+			d.Src = f.B
+		case 3:
+			d.HasLoader = f.Bool()
+		case 4:
+			d.Loads = append(d.Loads, wireLoad{})
+			return worker.Fields(f.B, func(f worker.Field) error {
+				ld := &d.Loads[len(d.Loads)-1]
+				switch f.Num {
+				case 1:
+					ld.From = f.String()
+				case 2:
+					ld.Module = f.String()
+				case 3:
+					ld.Name = f.String()
+				case 4:
+					ld.Src = f.B
+				case 5:
+					ld.Err = f.String()
+				}
+				return nil
+			})
+		case 5:
+			d.MaxSteps = f.V
+		case 6:
+			d.Timeout = time.Duration(f.Int())
+		case 7:
+			d.MaxResultBytes = f.Int()
+		case 8:
+			d.Print = f.Bool()
+		case 9:
+			d.Validation = Validation(f.Int())
+		}
+		return nil
+	})
+	return d, err
 }
 
-type wireField struct {
-	Type     field.ErrorType
-	Field    string
-	BadValue json.RawMessage `json:",omitempty"`
-	Detail   string
-	Write    *wireWrite `json:",omitempty"` // Error.Writes of the field
+// appendSource appends a source message: a file to scan.
+func appendSource(b []byte, name string, src []byte) []byte {
+	return worker.AppendBytes(worker.AppendString(b, 1, name), 2, src)
 }
 
-// A wireWrite is a Write.
-type wireWrite struct {
-	File      string `json:",omitempty"`
-	Line, Col int32  `json:",omitempty"`
-	Backtrace string `json:",omitempty"`
-	Input     bool   `json:",omitempty"`
+// decodeSource decodes a source message.
+func decodeSource(data []byte) (name string, src []byte, err error) {
+	err = worker.Fields(data, func(f worker.Field) error {
+		switch f.Num {
+		case 1:
+			name = f.String()
+		case 2:
+			src = f.B
+		}
+		return nil
+	})
+	return name, src, err
 }
 
-type wireLimit struct {
-	Limit       Limit
-	Value, Path string
-	Msg         string `json:",omitempty"` // the interpreter's message, if any
+// appendScan appends a scan message: the modules that a file's load statements name, in
+// order, or why it could not be parsed.
+func appendScan(b []byte, loads []string, msg string) []byte {
+	for _, l := range loads {
+		b = worker.AppendString(b, 1, l)
+	}
+	if msg != "" {
+		b = worker.AppendString(b, 2, msg)
+	}
+	return b
 }
 
-// toWire converts an error of Compile or Apply for the parent.
-func toWire(err error) *wireError {
+// decodeScan decodes a scan message.
+func decodeScan(data []byte) (loads []string, msg string, err error) {
+	err = worker.Fields(data, func(f worker.Field) error {
+		switch f.Num {
+		case 1:
+			loads = append(loads, f.String())
+		case 2:
+			msg = f.String()
+		}
+		return nil
+	})
+	return loads, msg, err
+}
+
+// appendApply appends an apply message.
+func appendApply(b []byte, key string, careful bool) []byte {
+	return worker.AppendBool(worker.AppendString(b, 1, key), 2, careful)
+}
+
+// decodeApply decodes an apply message.
+func decodeApply(data []byte) (key string, careful bool, err error) {
+	err = worker.Fields(data, func(f worker.Field) error {
+		switch f.Num {
+		case 1:
+			key = f.String()
+		case 2:
+			careful = f.Bool()
+		}
+		return nil
+	})
+	return key, careful, err
+}
+
+// appendPrint appends a print message.
+func appendPrint(b []byte, pos syntax.Position, msg string) []byte {
+	b = worker.AppendString(b, 1, pos.Filename())
+	b = worker.AppendInt(b, 2, int64(pos.Line))
+	b = worker.AppendInt(b, 3, int64(pos.Col))
+	return worker.AppendString(b, 4, msg)
+}
+
+// decodePrint decodes a print message.
+func decodePrint(data []byte) (pos syntax.Position, msg string, err error) {
+	var p position
+	err = worker.Fields(data, func(f worker.Field) error {
+		if f.Num == 4 {
+			msg = f.String()
+		} else {
+			p.field(f, 1)
+		}
+		return nil
+	})
+	return p.pos(), msg, err
+}
+
+// A position is a syntax.Position being decoded: fields file, line and col, numbered from
+// first.
+type position struct {
+	file      string
+	line, col int32
+}
+
+// field decodes f if it is a field of the position.
+func (p *position) field(f worker.Field, first protowire.Number) {
+	switch f.Num - first {
+	case 0:
+		p.file = f.String()
+	case 1:
+		p.line = int32(f.Int())
+	case 2:
+		p.col = int32(f.Int())
+	}
+}
+
+// pos returns the position decoded, which is invalid without a file.
+func (p *position) pos() syntax.Position {
+	if p.file == "" {
+		return syntax.Position{}
+	}
+	file := p.file
+	return syntax.MakePosition(&file, p.line, p.col)
+}
+
+// appendPos appends pos as the fields file, line and col, numbered from first, if it is valid.
+func appendPos(b []byte, first protowire.Number, pos syntax.Position) []byte {
+	if !pos.IsValid() {
+		return b
+	}
+	b = worker.AppendString(b, first, pos.Filename())
+	b = worker.AppendInt(b, first+1, int64(pos.Line))
+	return worker.AppendInt(b, first+2, int64(pos.Col))
+}
+
+// appendError appends the encoding of err, an error of Compile or Apply, as an error message
+// of about max bytes at most (max is at least 1 MiB): it cuts each text to maxErrorText, drops
+// bad values longer than that, and drops the field errors that do not fit, with a last one
+// saying how many.
+func appendError(b []byte, err error, max int) []byte {
 	var e *Error
 	if !errors.As(err, &e) {
-		return &wireError{Msg: err.Error()}
+		return worker.AppendString(b, 7, cutText(err.Error(), maxErrorText))
 	}
-	w := &wireError{Overlay: e.Overlay, Backtrace: e.Backtrace}
-	if e.Pos.IsValid() {
-		w.File, w.Line, w.Col = e.Pos.Filename(), e.Pos.Line, e.Pos.Col
-	}
-	for i, fe := range e.Fields {
-		wf := wireField{Type: fe.Type, Field: fe.Field, Detail: fe.Detail}
-		if i < len(e.Writes) {
-			w := e.Writes[i]
-			wf.Write = &wireWrite{Backtrace: w.Backtrace, Input: w.Input}
-			if w.Pos.IsValid() {
-				wf.Write.File, wf.Write.Line, wf.Write.Col = w.Pos.Filename(), w.Pos.Line, w.Pos.Col
-			}
-		}
-		if fe.BadValue != nil {
-			if data, err := json.Marshal(fe.BadValue); err == nil {
-				wf.BadValue = data
-			}
-		}
-		w.Fields = append(w.Fields, wf)
-	}
+	start := len(b)
+	b = worker.AppendString(b, 1, e.Overlay)
+	b = appendPos(b, 2, e.Pos)
+	b = worker.AppendString(b, 5, cutText(e.Backtrace, maxErrorText))
 	var lim *LimitError
 	if errors.As(e.Err, &lim) {
-		w.Limit = &wireLimit{Limit: lim.Limit, Value: lim.Value, Path: lim.Path}
+		l := worker.AppendInt(nil, 1, int64(lim.Limit))
+		l = worker.AppendString(l, 2, lim.Value)
+		l = worker.AppendString(l, 3, lim.Path)
 		if lim.Err != nil {
-			w.Limit.Msg = lim.Err.Error()
+			l = worker.AppendString(l, 4, cutText(lim.Err.Error(), maxErrorText))
 		}
+		b = worker.AppendBytes(b, 8, l)
 	} else if e.Err != nil {
-		w.Msg = e.Err.Error()
+		b = worker.AppendString(b, 7, cutText(e.Err.Error(), maxErrorText))
 	}
-	return w
+	// Keep the field errors that fit, and room for a last one.
+	var fb []byte
+	for i, fe := range e.Fields {
+		fb = worker.AppendString(fb[:0], 1, string(fe.Type))
+		fb = worker.AppendString(fb, 2, cutText(fe.Field, maxErrorText))
+		if fe.BadValue != nil {
+			if data, err := json.Marshal(fe.BadValue); err == nil && len(data) <= maxErrorText {
+				fb = worker.AppendBytes(fb, 3, data)
+			}
+		}
+		fb = worker.AppendString(fb, 4, cutText(fe.Detail, maxErrorText))
+		if i < len(e.Writes) {
+			w := e.Writes[i]
+			wb := appendPos(nil, 1, w.Pos)
+			wb = worker.AppendString(wb, 4, cutText(w.Backtrace, maxErrorText))
+			wb = worker.AppendBool(wb, 5, w.Input)
+			fb = worker.AppendBytes(fb, 5, wb)
+		}
+		if len(b)-start+len(fb)+8 > max-2*maxErrorText-1<<10 {
+			fb = worker.AppendString(fb[:0], 1, string(field.ErrorTypeTooMany))
+			fb = worker.AppendString(fb, 2, cutText(fe.Field, maxErrorText))
+			fb = worker.AppendString(fb, 4, fmt.Sprintf("and %d more errors, not shown", len(e.Fields)-i))
+			return worker.AppendBytes(b, 6, fb)
+		}
+		b = worker.AppendBytes(b, 6, fb)
+	}
+	return b
 }
 
-// error turns w back into the *Error it was made from: same fields, same message.
-func (w *wireError) error() error {
-	e := &Error{Overlay: w.Overlay, Backtrace: w.Backtrace}
-	if w.File != "" {
-		file := w.File
-		e.Pos = syntax.MakePosition(&file, w.Line, w.Col)
+// decodeError turns an error message back into the *Error it was made from: same fields,
+// same message; its causes are plain errors with their messages.
+func decodeError(data []byte) (*Error, error) {
+	e := new(Error)
+	var p position
+	var writes []Write
+	err := worker.Fields(data, func(f worker.Field) error {
+		switch f.Num {
+		case 1:
+			e.Overlay = f.String()
+		case 5:
+			e.Backtrace = f.String()
+		case 6:
+			fe, w, err := decodeFieldError(f.B)
+			if err != nil {
+				return err
+			}
+			e.Fields = append(e.Fields, fe)
+			if w != nil {
+				writes = append(writes, make([]Write, len(e.Fields)-len(writes))...)
+				writes[len(e.Fields)-1] = *w
+			}
+		case 7:
+			e.Err = errors.New(f.String())
+		case 8:
+			lim := new(LimitError)
+			e.Err = lim
+			return worker.Fields(f.B, func(f worker.Field) error {
+				switch f.Num {
+				case 1:
+					lim.Limit = Limit(f.Int())
+				case 2:
+					lim.Value = f.String()
+				case 3:
+					lim.Path = f.String()
+				case 4:
+					lim.Err = errors.New(f.String())
+				}
+				return nil
+			})
+		default:
+			p.field(f, 2)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("malformed error: %w", err)
 	}
-	for _, wf := range w.Fields {
-		fe := &field.Error{Type: wf.Type, Field: wf.Field, Detail: wf.Detail}
-		if len(wf.BadValue) > 0 {
+	e.Pos = p.pos()
+	if writes != nil {
+		e.Writes = append(writes, make([]Write, len(e.Fields)-len(writes))...)
+	}
+	return e, nil
+}
+
+// decodeFieldError decodes a field message, and its write if it has one.
+func decodeFieldError(data []byte) (*field.Error, *Write, error) {
+	fe := new(field.Error)
+	var w *Write
+	err := worker.Fields(data, func(f worker.Field) error {
+		switch f.Num {
+		case 1:
+			fe.Type = field.ErrorType(f.String())
+		case 2:
+			fe.Field = f.String()
+		case 3:
 			var v any
-			if json.Unmarshal(wf.BadValue, &v) == nil {
+			if json.Unmarshal(f.B, &v) == nil {
 				fe.BadValue = v
 			}
+		case 4:
+			fe.Detail = f.String()
+		case 5:
+			w = new(Write)
+			var p position
+			err := worker.Fields(f.B, func(f worker.Field) error {
+				switch f.Num {
+				case 4:
+					w.Backtrace = f.String()
+				case 5:
+					w.Input = f.Bool()
+				default:
+					p.field(f, 1)
+				}
+				return nil
+			})
+			w.Pos = p.pos()
+			return err
 		}
-		e.Fields = append(e.Fields, fe)
-		if wf.Write != nil {
-			if e.Writes == nil {
-				e.Writes = make([]Write, len(w.Fields))
-			}
-			ww := Write{Backtrace: wf.Write.Backtrace, Input: wf.Write.Input}
-			if wf.Write.File != "" {
-				file := wf.Write.File
-				ww.Pos = syntax.MakePosition(&file, wf.Write.Line, wf.Write.Col)
-			}
-			e.Writes[len(e.Fields)-1] = ww
-		}
-	}
-	switch {
-	case w.Limit != nil:
-		lim := &LimitError{Limit: w.Limit.Limit, Value: w.Limit.Value, Path: w.Limit.Path}
-		if w.Limit.Msg != "" {
-			lim.Err = errors.New(w.Limit.Msg)
-		}
-		e.Err = lim
-	case w.Msg != "":
-		e.Err = errors.New(w.Msg)
-	}
-	return e
-}
-
-// EncodeError returns err, an *Error of an apply, as bytes from which [DecodeError] makes the
-// *Error that an apply in a worker process reports to its parent: with its position,
-// backtrace, field errors and limit, its texts cut as a worker cuts them. A task in a worker
-// (see [RegisterTask]) may answer with them, so that its parent need not apply again to learn
-// the error.
-func EncodeError(err error) ([]byte, error) {
-	return toWire(err).encode(1 << 20)
-}
-
-// DecodeError returns the *Error that [EncodeError] encoded as data.
-func DecodeError(data []byte) (error, error) {
-	var we wireError
-	if err := json.Unmarshal(data, &we); err != nil {
-		return nil, fmt.Errorf("malformed error: %v", err)
-	}
-	return we.error(), nil
+		return nil
+	})
+	return fe, w, err
 }
 
 // cutText returns s if it is at most max bytes long, and otherwise its first max bytes or
@@ -314,157 +514,155 @@ func cutText(s string, max int) string {
 	return fmt.Sprintf("%s... [%d bytes cut]", s[:n], len(s)-n)
 }
 
-// encode returns the JSON encoding of w in at most max bytes (max is at least 1 MiB): it cuts
-// each text of w to maxErrorText, drops bad values longer than that, and drops the field
-// errors that do not fit, with a last one saying how many.
-func (w *wireError) encode(max int) ([]byte, error) {
-	w.Msg = cutText(w.Msg, maxErrorText)
-	w.Backtrace = cutText(w.Backtrace, maxErrorText)
-	if w.Limit != nil {
-		w.Limit.Msg = cutText(w.Limit.Msg, maxErrorText)
-	}
-	for i := range w.Fields {
-		f := &w.Fields[i]
-		f.Field = cutText(f.Field, maxErrorText)
-		f.Detail = cutText(f.Detail, maxErrorText)
-		if len(f.BadValue) > maxErrorText {
-			f.BadValue = nil
-		}
-		if f.Write != nil {
-			f.Write.File = cutText(f.Write.File, maxErrorText)
-			f.Write.Backtrace = cutText(f.Write.Backtrace, maxErrorText)
-		}
-	}
-	// Keep the field errors that fit, and room for a last one: its path takes at most 6
-	// bytes of JSON a byte (\u00XX).
-	fields := w.Fields
-	w.Fields = nil
-	base, err := json.Marshal(w)
-	if err != nil {
-		return nil, err
-	}
-	size := len(base)
-	for i, f := range fields {
-		fd, err := json.Marshal(f)
-		if err != nil {
-			return nil, err
-		}
-		if size+len(fd)+1 > max-6*maxErrorText-1<<10 {
-			last := wireField{Type: field.ErrorTypeTooMany, Field: f.Field,
-				Detail: fmt.Sprintf("and %d more errors, not shown", len(fields)-i)}
-			w.Fields = append(fields[:i:i], last)
-			return json.Marshal(w)
-		}
-		size += len(fd) + 1
-	}
-	w.Fields = fields
-	return json.Marshal(w)
-}
-
-// appendEnv appends the encoding of a ctx that is not nil: a format byte (1), then the app
-// id, role, replica id, number of replicas, scheduler, the args in the order of their keys,
-// and the workload (see appendWorkload).
+// appendEnv appends the encoding of a ctx that is not nil, an env message.
 func appendEnv(b []byte, env *Env) []byte {
-	return appendWorkload(appendEnvFields(b, env), env.Workload)
-}
-
-// appendWorkload appends the encoding of ctx.workload: 0 for None, or 1 and its kind,
-// apiVersion, name, namespace and path.
-func appendWorkload(b []byte, w *Workload) []byte {
-	if w == nil {
-		return append(b, 0)
-	}
-	b = append(b, 1)
-	for _, s := range [...]string{w.Kind, w.APIVersion, w.Name, w.Namespace, w.Path} {
-		b = wire.AppendString(b, s)
-	}
-	return b
-}
-
-// appendEnvFields appends the encoding of env up to its workload.
-func appendEnvFields(b []byte, env *Env) []byte {
-	b = append(b, 1)
-	b = wire.AppendString(b, env.AppID)
-	b = wire.AppendString(b, env.Role)
-	b = binary.AppendVarint(b, int64(env.ReplicaID))
-	b = binary.AppendVarint(b, int64(env.NumReplicas))
-	b = wire.AppendString(b, env.Scheduler)
-	b = binary.AppendUvarint(b, uint64(len(env.Args)))
-	if len(env.Args) == 1 {
-		for k, v := range env.Args {
-			b = wire.AppendString(wire.AppendString(b, k), v)
-		}
-		return b
-	}
+	b = worker.AppendString(b, 1, env.AppID)
+	b = worker.AppendString(b, 2, env.Role)
+	b = worker.AppendInt(b, 3, int64(env.ReplicaID))
+	b = worker.AppendInt(b, 4, int64(env.NumReplicas))
+	b = worker.AppendString(b, 5, env.Scheduler)
+	var kv []byte
 	for _, k := range slices.Sorted(maps.Keys(env.Args)) {
-		b = wire.AppendString(wire.AppendString(b, k), env.Args[k])
+		kv = worker.AppendString(worker.AppendString(kv[:0], 1, k), 2, env.Args[k])
+		b = worker.AppendBytes(b, 6, kv)
+	}
+	if w := env.Workload; w != nil {
+		var m []byte
+		for i, s := range [...]string{w.Kind, w.APIVersion, w.Name, w.Namespace, w.Path} {
+			m = worker.AppendString(m, protowire.Number(i+1), s)
+		}
+		b = worker.AppendBytes(b, 7, m)
 	}
 	return b
 }
 
-// appendPodHeader appends the beginning of the body of a pod frame, before the pod's protobuf
-// encoding: the encoding of env (see appendEnv) with its length, and the pod's kind and
-// apiVersion.
-func appendPodHeader(b []byte, env []byte, kind, apiVersion string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(env)))
-	b = append(b, env...)
-	return appendKind(b, kind, apiVersion)
-}
-
-// appendKind appends the beginning of the body of a result frame, before the pod's protobuf
-// encoding: its kind and apiVersion.
-func appendKind(b []byte, kind, apiVersion string) []byte {
-	return wire.AppendString(wire.AppendString(b, kind), apiVersion)
-}
-
-// decodeEnv decodes a ctx encoded by appendEnv; empty data is a nil ctx.
+// decodeEnv decodes an env message.
 func decodeEnv(data []byte) (*Env, error) {
-	if len(data) == 0 {
-		return nil, nil
-	}
-	if data[0] != 1 {
-		return nil, fmt.Errorf("ctx of format %d, want 1", data[0])
-	}
-	d := &wire.Decoder{B: data[1:]}
-	env := &Env{AppID: d.String(), Role: d.String(), ReplicaID: int(d.Varint()), NumReplicas: int(d.Varint()), Scheduler: d.String()}
-	if n := d.Count(); n > 0 {
-		env.Args = make(map[string]string, n)
-		for range n {
-			k := d.String()
-			env.Args[k] = d.String()
+	env := new(Env)
+	err := worker.Fields(data, func(f worker.Field) error {
+		switch f.Num {
+		case 1:
+			env.AppID = f.String()
+		case 2:
+			env.Role = f.String()
+		case 3:
+			env.ReplicaID = int(f.Int())
+		case 4:
+			env.NumReplicas = int(f.Int())
+		case 5:
+			env.Scheduler = f.String()
+		case 6:
+			var k, v string
+			err := worker.Fields(f.B, func(f worker.Field) error {
+				switch f.Num {
+				case 1:
+					k = f.String()
+				case 2:
+					v = f.String()
+				}
+				return nil
+			})
+			if env.Args == nil {
+				env.Args = make(map[string]string)
+			}
+			env.Args[k] = v
+			return err
+		case 7:
+			w := new(Workload)
+			env.Workload = w
+			return worker.Fields(f.B, func(f worker.Field) error {
+				switch f.Num {
+				case 1:
+					w.Kind = f.String()
+				case 2:
+					w.APIVersion = f.String()
+				case 3:
+					w.Name = f.String()
+				case 4:
+					w.Namespace = f.String()
+				case 5:
+					w.Path = f.String()
+				}
+				return nil
+			})
 		}
-	}
-	switch w := d.Byte(); {
-	case d.Err != nil:
-	case w == 1:
-		env.Workload = &Workload{Kind: d.String(), APIVersion: d.String(), Name: d.String(), Namespace: d.String(), Path: d.String()}
-	case w != 0:
-		d.Fail()
-	}
-	if err := d.End(); err != nil {
-		return nil, fmt.Errorf("ctx: %v", err)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ctx: %w", err)
 	}
 	return env, nil
 }
 
-// decodePod decodes a pod: the kind and apiVersion, and the protobuf encoding in the rest of data.
+// appendPodHeader appends the beginning of a pod message, before the pod's protobuf encoding
+// of n bytes: the ctx, if env (an env message) is not nil, and the pod's kind and apiVersion.
+func appendPodHeader(b []byte, env []byte, kind, apiVersion string, n int) []byte {
+	if env != nil {
+		b = worker.AppendBytes(b, 1, env)
+	}
+	return appendKind(b, kind, apiVersion, n)
+}
+
+// appendKind appends the beginning of a pod message without its ctx, before the pod's
+// protobuf encoding of n bytes: its kind and apiVersion, and the tag and length of the
+// encoding.
+func appendKind(b []byte, kind, apiVersion string, n int) []byte {
+	b = worker.AppendString(worker.AppendString(b, 2, kind), 3, apiVersion)
+	return protowire.AppendVarint(protowire.AppendTag(b, 4, protowire.BytesType), uint64(n))
+}
+
+// splitPodFrame splits the body of a pod frame into the ctx, an env message or nil, and the
+// pod message without it.
+func splitPodFrame(body []byte) (env, pod []byte, err error) {
+	num, typ, n := protowire.ConsumeTag(body)
+	if n < 0 || num != 1 || typ != protowire.BytesType {
+		return nil, body, nil
+	}
+	env, m := protowire.ConsumeBytes(body[n:])
+	if m < 0 {
+		return nil, nil, worker.ErrMalformed
+	}
+	if env == nil {
+		env = []byte{}
+	}
+	return env, body[n+m:], nil
+}
+
+// decodePod decodes a pod message without its ctx.
 func decodePod(data []byte) (*corev1.Pod, error) {
-	d := &wire.Decoder{B: data}
-	kind, apiVersion := d.Bytes(), d.Bytes()
-	if d.Err != nil {
-		return nil, d.Err
+	kind, apiVersion, proto, err := podFields(data)
+	if err != nil {
+		return nil, err
 	}
 	pod := new(corev1.Pod)
-	if err := pod.Unmarshal(d.B); err != nil {
+	if err := pod.Unmarshal(proto); err != nil {
 		return nil, err
 	}
 	pod.Kind, pod.APIVersion = string(kind), string(apiVersion)
 	return pod, nil
 }
 
+// podFields returns the fields of a pod message without its ctx.
+func podFields(data []byte) (kind, apiVersion, proto []byte, err error) {
+	err = worker.Fields(data, func(f worker.Field) error {
+		switch f.Num {
+		case 2:
+			kind = f.B
+		case 3:
+			apiVersion = f.B
+		case 4:
+			proto = f.B
+		default:
+			return worker.ErrMalformed
+		}
+		return nil
+	})
+	return kind, apiVersion, proto, err
+}
+
 // A podEncoder encodes pods for frames, reusing its buffers.
 type podEncoder struct {
-	head  []byte // the kind and apiVersion, and a pod frame's ctx
+	head  []byte // the beginning of the pod message (see appendPodHeader)
 	proto []byte // the protobuf encoding
 	pod   *corev1.Pod
 }
@@ -487,55 +685,58 @@ func (e *podEncoder) encode(pod *corev1.Pod) error {
 	return nil
 }
 
-// A wireChange is a Change.
-type wireChange struct {
-	Overlay, Path string
-	Old, New      json.RawMessage `json:",omitempty"`
-	File          string          `json:",omitempty"`
-	Line, Col     int32           `json:",omitempty"`
-}
-
-// toWireChanges converts changes for the parent.
-func toWireChanges(changes []Change) ([]byte, error) {
-	wc := make([]wireChange, len(changes))
-	for i, c := range changes {
-		w := wireChange{Overlay: c.Overlay, Path: c.Path}
-		var err error
-		if c.Old != nil {
-			if w.Old, err = json.Marshal(c.Old); err != nil {
-				return nil, err
+// appendChanges appends a changes message.
+func appendChanges(b []byte, changes []Change) ([]byte, error) {
+	var m []byte
+	for _, c := range changes {
+		m = worker.AppendString(m[:0], 1, c.Overlay)
+		m = worker.AppendString(m, 2, c.Path)
+		for i, v := range [...]any{c.Old, c.New} {
+			if v != nil {
+				data, err := json.Marshal(v)
+				if err != nil {
+					return nil, err
+				}
+				m = worker.AppendBytes(m, protowire.Number(3+i), data)
 			}
 		}
-		if c.New != nil {
-			if w.New, err = json.Marshal(c.New); err != nil {
-				return nil, err
+		m = appendPos(m, 5, c.Pos)
+		b = worker.AppendBytes(b, 1, m)
+	}
+	return b, nil
+}
+
+// decodeChanges turns a changes message back into the changes it was made from, with numbers
+// as int64 or float64 as the engine gives them.
+func decodeChanges(data []byte) ([]Change, error) {
+	var changes []Change
+	err := worker.Fields(data, func(f worker.Field) error {
+		var c Change
+		var p position
+		err := worker.Fields(f.B, func(f worker.Field) error {
+			switch f.Num {
+			case 1:
+				c.Overlay = f.String()
+			case 2:
+				c.Path = f.String()
+			case 3:
+				c.Old = jsonValue(f.B)
+			case 4:
+				c.New = jsonValue(f.B)
+			default:
+				p.field(f, 5)
 			}
-		}
-		if c.Pos.IsValid() {
-			w.File, w.Line, w.Col = c.Pos.Filename(), c.Pos.Line, c.Pos.Col
-		}
-		wc[i] = w
-	}
-	return json.Marshal(wc)
+			return nil
+		})
+		c.Pos = p.pos()
+		changes = append(changes, c)
+		return err
+	})
+	return changes, err
 }
 
-// fromWireChanges turns wc back into the changes it was made from, with numbers as int64 or
-// float64 as the engine gives them.
-func fromWireChanges(wc []wireChange) []Change {
-	changes := make([]Change, len(wc))
-	for i, w := range wc {
-		c := Change{Overlay: w.Overlay, Path: w.Path, Old: jsonValue(w.Old), New: jsonValue(w.New)}
-		if w.File != "" {
-			file := w.File
-			c.Pos = syntax.MakePosition(&file, w.Line, w.Col)
-		}
-		changes[i] = c
-	}
-	return changes
-}
-
-// jsonValue decodes a value of a wireChange, nil for none.
-func jsonValue(data json.RawMessage) any {
+// jsonValue decodes a JSON value of a change, nil for none.
+func jsonValue(data []byte) any {
 	if len(data) == 0 {
 		return nil
 	}

@@ -7,8 +7,9 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,11 +22,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/starpod/starpod/internal/sandbox"
+	"github.com/starpod/starpod/internal/worker"
 )
 
 func TestEnvEncoding(t *testing.T) {
@@ -39,35 +42,32 @@ func TestEnvEncoding(t *testing.T) {
 		{Args: map[string]string{"k": "v"}, Workload: &Workload{Kind: "CronJob", APIVersion: "batch/v1", Name: "n",
 			Namespace: "ns", Path: "spec.jobTemplate.spec.template"}},
 	} {
-		var data []byte
-		if env != nil {
-			data = appendEnv(nil, env)
-			if again := appendEnv(nil, env); !bytes.Equal(data, again) {
-				t.Errorf("%+v: two encodings differ", env)
-			}
+		if env == nil {
+			continue // a pod frame without a ctx
+		}
+		data := appendEnv(nil, env)
+		if again := appendEnv(nil, env); !bytes.Equal(data, again) {
+			t.Errorf("%+v: two encodings differ", env)
 		}
 		got, err := decodeEnv(data)
 		if err != nil {
 			t.Errorf("%+v: %v", env, err)
 			continue
 		}
-		if diff := cmp.Diff(env, got); diff != "" {
+		want := *env
+		if len(want.Args) == 0 {
+			want.Args = nil
+		}
+		if diff := cmp.Diff(&want, got); diff != "" {
 			t.Errorf("round trip (-want +got):\n%s", diff)
 		}
-		// Every cut and every extra byte is an error, never a panic.
+		// A cut is an error or a ctx with fewer fields, never a panic.
 		for n := 1; n < len(data); n++ {
-			if _, err := decodeEnv(data[:n]); err == nil {
-				t.Errorf("%+v cut at %d of %d bytes: got no error", env, n, len(data))
-			}
-		}
-		if env != nil {
-			if _, err := decodeEnv(append(data, 0)); err == nil {
-				t.Errorf("%+v with a byte more: got no error", env)
-			}
+			decodeEnv(data[:n])
 		}
 	}
-	if _, err := decodeEnv([]byte{2}); err == nil || !strings.Contains(err.Error(), "format 2") {
-		t.Errorf("format 2: got %v, want an error naming it", err)
+	if _, err := decodeEnv([]byte{0xff}); err == nil {
+		t.Errorf("a malformed ctx: got no error")
 	}
 }
 
@@ -79,7 +79,7 @@ func TestPodEncoding(t *testing.T) {
 	if err := e.encode(pod); err != nil {
 		t.Fatal(err)
 	}
-	data := append(appendKind(nil, pod.Kind, pod.APIVersion), e.proto...)
+	data := append(appendKind(nil, pod.Kind, pod.APIVersion, len(e.proto)), e.proto...)
 	got, err := decodePod(data)
 	if err != nil {
 		t.Fatal(err)
@@ -92,16 +92,15 @@ func TestPodEncoding(t *testing.T) {
 	if err := e.encode(pod); err != nil || &e.proto[0] != &proto[0] {
 		t.Errorf("encoding the same pod again: got %v and a new encoding, want the same one", err)
 	}
-	// A cut in the kind or apiVersion is an error; a cut in the protobuf is an error or a
-	// pod with fewer fields, never a panic.
-	head := len(appendKind(nil, pod.Kind, pod.APIVersion))
-	for n := 0; n < len(data); n++ {
-		_, err := decodePod(data[:n])
-		if n < head && err == nil {
-			t.Errorf("cut at %d bytes, in the kind: got no error", n)
+	// A cut in the pod's encoding is an error; a cut before may leave a pod of fewer
+	// fields; none is a panic.
+	head := len(data) - len(e.proto)
+	for n := 1; n < len(data); n++ {
+		if _, err := decodePod(data[:n]); err == nil && n >= head {
+			t.Errorf("cut at %d of %d bytes: got no error", n, len(data))
 		}
 	}
-	if _, err := decodePod(append(data[:head:head], 0xff, 0xff)); err == nil {
+	if _, err := decodePod(append(appendKind(nil, pod.Kind, pod.APIVersion, 2), 0xff, 0xff)); err == nil {
 		t.Errorf("a malformed protobuf encoding: got no error")
 	}
 }
@@ -110,9 +109,46 @@ func TestPodEncoding(t *testing.T) {
 func serveFrames(t *testing.T, in []byte) ([]byte, error) {
 	t.Helper()
 	var out bytes.Buffer
-	err := sandbox.ServeOn(bytes.NewReader(in), &out, protocolVersion, serveRequests)
+	_, err := serveTest(in, &out, false)
 	return out.Bytes(), err
 }
+
+// serveTest serves in, which begins with the parent's hello, on out with a server whose
+// progress count its parent reads if counted, and returns the server and its error.
+func serveTest(in []byte, out io.Writer, counted bool) (*server, error) {
+	var s *server
+	p := &worker.Protocol{Name: protocolVersion, Handlers: func(c *worker.Conn) map[byte]worker.Handler {
+		s = newServer(c)
+		s.counted = counted
+		return s.handlers()
+	}}
+	err := worker.ServeOn(bytes.NewReader(in), out, p)
+	return s, err
+}
+
+// scriptFrame returns the body of the define of d, and the script's key.
+func scriptFrame(d *wireScript) (body, key string) {
+	data := d.encode()
+	sum := sha256.Sum256(data)
+	return string(data), hex.EncodeToString(sum[:])
+}
+
+// podFrame returns the body of a pod frame of pod, with env if it is not nil.
+func podFrame(t *testing.T, pod *corev1.Pod, env *Env) string {
+	t.Helper()
+	var e podEncoder
+	if err := e.encode(pod); err != nil {
+		t.Fatal(err)
+	}
+	var envData []byte
+	if env != nil {
+		envData = appendEnv(nil, env)
+	}
+	return string(append(appendPodHeader(nil, envData, "Pod", "v1", len(e.proto)), e.proto...))
+}
+
+// applyFrame returns the body of an apply of the script key.
+func applyFrame(key string, careful bool) string { return string(appendApply(nil, key, careful)) }
 
 // frames returns the encoding of frames of the given kinds and bodies.
 func frames(kindsAndBodies ...any) []byte {
@@ -165,9 +201,9 @@ func TestServeRefuses(t *testing.T) {
 		{"JSON frame", append(binary.BigEndian.AppendUint32(nil, 100), `{"Key":`...), `got a frame of kind '{', want the hello`},
 		{"cut hello", []byte{0, 0}, `unexpected EOF`},
 		{"unknown request", slices.Concat(hello, frames(byte('Z'), "")), `got a frame of kind 'Z', want a request`},
-		{"bad script", slices.Concat(hello, frames(byte(frameDefine), "{")), `decoding a script: `},
-		{"unknown script", slices.Concat(hello, frames(byte(frameApply), "\x00k")), `apply of unknown script k`},
-		{"apply without flags", slices.Concat(hello, frames(byte(frameApply), "")), `an apply request without its flags`},
+		{"bad script", slices.Concat(hello, frames(byte(frameDefine), "\xff")), `decoding a script: malformed message`},
+		{"unknown script", slices.Concat(hello, frames(byte(frameApply), applyFrame("k", false))), `apply of unknown script k`},
+		{"bad apply", slices.Concat(hello, frames(byte(frameApply), "\xff")), `decoding an apply: malformed message`},
 		{"cut request", slices.Concat(hello, []byte{0, 0}), `unexpected EOF`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -186,14 +222,9 @@ func TestServeRefuses(t *testing.T) {
 // TestServeApply drives a worker in process: a define, and an apply whose pod frames are
 // malformed, cut or unexpected.
 func TestServeApply(t *testing.T) {
-	script := `{"Key":"k","Name":"o.star","Src":"ZGVmIG92ZXJsYXkocG9kKTogcGFzcwo="}` // def overlay(pod): pass
-	var e podEncoder
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
-	if err := e.encode(pod); err != nil {
-		t.Fatal(err)
-	}
-	good := string(append(appendPodHeader(nil, appendEnv(nil, &Env{Role: "r"}), "Pod", "v1"), e.proto...))
-	start := frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), script, byte(frameApply), "\x00k")
+	script, key := scriptFrame(&wireScript{Name: "o.star", Src: []byte("def overlay(pod): pass\n")})
+	good := podFrame(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, &Env{Role: "r"})
+	start := frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), script, byte(frameApply), applyFrame(key, false))
 	out, err := serveFrames(t, slices.Concat(start, frames(byte(framePod), good, byte(framePod), good, byte(frameSkip), "no", byte(frameEnd), "")))
 	if err != nil {
 		t.Fatal(err)
@@ -208,8 +239,8 @@ func TestServeApply(t *testing.T) {
 				t.Errorf("got %v, %v, want pod p", got, err)
 			}
 		case frameError:
-			if !strings.Contains(string(body), "converting the input pod: no") {
-				t.Errorf("got error %s, want the parent's", body)
+			if e, err := decodeError(body); err != nil || !strings.Contains(e.Error(), "converting the input pod: no") {
+				t.Errorf("got error %v (%v), want the parent's", e, err)
 			}
 		}
 	}
@@ -219,10 +250,10 @@ func TestServeApply(t *testing.T) {
 	for _, c := range []struct {
 		name, body, want string
 	}{
-		{"no ctx length", "", "decoding a pod: malformed frame"},
-		{"bad ctx", "\x01\x07", "decoding a pod: ctx of format 7, want 1"},
-		{"cut kind", "\x00\x05Po", "decoding a pod: malformed frame"},
-		{"bad protobuf", "\x00\x03Pod\x02v1\xff\xff", "decoding a pod: "},
+		{"a field not a pod's", "\x08\x01", "decoding a pod: malformed message"},
+		{"bad ctx", "\x0a\x01\xff", "decoding a pod: ctx: malformed message"},
+		{"cut kind", "\x12\x05Po", "decoding a pod: malformed message"},
+		{"bad protobuf", string(appendKind(nil, "Pod", "v1", 2)) + "\xff\xff", "decoding a pod: "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := serveFrames(t, slices.Concat(start, frames(byte(framePod), c.body)))
@@ -280,14 +311,14 @@ func ServeBrokenWorker(mode, pidFile string) int {
 		case mode == "kind" && kind != sandbox.FrameHello:
 			sandbox.WriteFrame(out, 'z')
 		case mode == "extra" && kind == frameEnd:
-			sandbox.WriteFrame(out, frameError, []byte(`{"Msg":"x"}`))
+			sandbox.WriteFrame(out, frameError, appendError(nil, errors.New("x"), 1<<20))
 			sandbox.WriteFrame(out, frameDone)
 		case kind == frameDefine || kind == frameEnd:
 			sandbox.WriteFrame(out, frameDone)
 		case mode == "pods" && kind == framePod:
-			sandbox.WriteFrame(out, frameResult, appendKind(nil, "Pod", "v1"), []byte{0xff, 0xff})
+			sandbox.WriteFrame(out, frameResult, appendKind(nil, "Pod", "v1", 2), []byte{0xff, 0xff})
 		case mode == "extra" && kind == framePod:
-			sandbox.WriteFrame(out, frameError, []byte(`{"Overlay":"broken.star","Msg":"x"}`))
+			sandbox.WriteFrame(out, frameError, appendError(nil, &Error{Overlay: "broken.star", Err: errors.New("x")}, 1<<20))
 		}
 		out.Flush()
 	}
@@ -298,27 +329,24 @@ func ServeBrokenWorker(mode, pidFile string) int {
 func TestServeForgetsScripts(t *testing.T) {
 	in := frames(byte(sandbox.FrameHello), protocolVersion)
 	const n = 3 * maxWorkerScripts
+	keys := make([]string, n)
 	for i := range n {
-		d := wireScript{Key: strconv.Itoa(i), Name: "o.star", HasLoader: true,
+		var script string
+		script, keys[i] = scriptFrame(&wireScript{Name: "o.star", HasLoader: true,
 			Src:   []byte("load(\"big.star\", \"big\")\ndef overlay(pod):\n    pass\n# " + strconv.Itoa(i) + "\n"),
-			Loads: []wireLoad{{From: "o.star", Module: "big.star", Name: "big.star", Src: []byte("big = \"x\" * (1 << 20)\n")}}}
-		data, err := json.Marshal(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in = append(in, frames(byte(frameDefine), string(data))...)
+			Loads: []wireLoad{{From: "o.star", Module: "big.star", Name: "big.star", Src: []byte("big = \"x\" * (1 << 20)\n")}}})
+		in = append(in, frames(byte(frameDefine), script)...)
 	}
-	var out bytes.Buffer
-	hello := len(frames(byte(sandbox.FrameHello), protocolVersion))
-	s := newServer(sandbox.NewFrameReader(bytes.NewReader(slices.Concat(in[hello:], frames(byte(frameApply), "\x00"+strconv.Itoa(n-1), byte(frameEnd), "")))), bufio.NewWriter(&out))
-	if err := s.serve(); err != nil {
+	s, err := serveTest(slices.Concat(in, frames(byte(frameApply), applyFrame(keys[n-1], false), byte(frameEnd), "")), io.Discard, false)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if s.scripts.Len() != maxWorkerScripts {
 		t.Errorf("the worker holds %d scripts, want %d", s.scripts.Len(), maxWorkerScripts)
 	}
-	_, err := serveFrames(t, slices.Concat(in, frames(byte(frameApply), "\x00"+strconv.Itoa(n-maxWorkerScripts-1))))
-	if want := "apply of unknown script " + strconv.Itoa(n-maxWorkerScripts-1); err == nil || err.Error() != want {
+	forgotten := keys[n-maxWorkerScripts-1]
+	_, err = serveFrames(t, slices.Concat(in, frames(byte(frameApply), applyFrame(forgotten, false))))
+	if want := "apply of unknown script " + forgotten; err == nil || err.Error() != want {
 		t.Errorf("apply of a forgotten script: got %v, want %q", err, want)
 	}
 }
@@ -329,16 +357,9 @@ func TestServeForgetsScripts(t *testing.T) {
 // the texts of an error are cut to maxErrorText.
 func TestServeBoundsAnswers(t *testing.T) {
 	src := "def overlay(pod):\n    s = \"é\" * (1 << 19)\n    for i in range(100):\n        print(s)\n    fail(s)\n"
-	data, err := json.Marshal(wireScript{Key: "k", Name: "o.star", Src: []byte(src), Print: true, Timeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var e podEncoder
-	if err := e.encode(&corev1.Pod{}); err != nil {
-		t.Fatal(err)
-	}
-	pod := string(append(appendPodHeader(nil, nil, "Pod", "v1"), e.proto...))
-	out, err := serveFrames(t, slices.Concat(frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), string(data), byte(frameApply), "\x00k"),
+	script, key := scriptFrame(&wireScript{Name: "o.star", Src: []byte(src), Print: true, Timeout: time.Minute})
+	pod := podFrame(t, &corev1.Pod{}, nil)
+	out, err := serveFrames(t, slices.Concat(frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), script, byte(frameApply), applyFrame(key, false)),
 		frames(byte(framePod), pod, byte(framePod), pod, byte(frameEnd), "")))
 	if err != nil {
 		t.Fatal(err)
@@ -347,26 +368,26 @@ func TestServeBoundsAnswers(t *testing.T) {
 	for _, f := range readFrames(t, out, 0) {
 		switch body := f.body; f.kind {
 		case framePrint:
-			var p wirePrint
-			if err := json.Unmarshal(body, &p); err != nil {
+			_, msg, err := decodePrint(body)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Msg == "[print output passed 1048576 bytes; the rest is dropped]" {
+			if msg == "[print output passed 1048576 bytes; the rest is dropped]" {
 				notices++
 				continue
 			}
-			if len(p.Msg) > maxPrintBytes+30 || !strings.HasSuffix(p.Msg, " bytes cut]") || !utf8.ValidString(p.Msg) {
-				t.Errorf("got a message of %d bytes ending %q, want at most %d and a marker", len(p.Msg), p.Msg[max(0, len(p.Msg)-30):], maxPrintBytes)
+			if len(msg) > maxPrintBytes+30 || !strings.HasSuffix(msg, " bytes cut]") || !utf8.ValidString(msg) {
+				t.Errorf("got a message of %d bytes ending %q, want at most %d and a marker", len(msg), msg[max(0, len(msg)-30):], maxPrintBytes)
 			}
-			printed += len(p.Msg)
+			printed += len(msg)
 		case frameError:
 			errs++
-			var we wireError
-			if err := json.Unmarshal(body, &we); err != nil {
+			e, err := decodeError(body)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if len(we.Msg) > maxErrorText+100 || !strings.HasSuffix(we.Msg, " bytes cut]") {
-				t.Errorf("got an error of %d bytes ending %q, want at most %d and a marker", len(we.Msg), we.Msg[max(0, len(we.Msg)-30):], maxErrorText)
+			if msg := e.Err.Error(); len(msg) > maxErrorText+100 || !strings.HasSuffix(msg, " bytes cut]") {
+				t.Errorf("got an error of %d bytes ending %q, want at most %d and a marker", len(msg), msg[max(0, len(msg)-30):], maxErrorText)
 			}
 		}
 	}
@@ -375,38 +396,46 @@ func TestServeBoundsAnswers(t *testing.T) {
 	}
 }
 
-// TestWireErrorEncode checks that an error of many fields and long texts encodes within the
-// limit, with the texts cut and the fields that do not fit replaced by one saying how many.
-func TestWireErrorEncode(t *testing.T) {
-	long := strings.Repeat("<", 1<<20) // 6 bytes of JSON each
-	w := &wireError{Overlay: "o.star", Msg: long, Backtrace: long, Limit: &wireLimit{Limit: LimitSteps, Msg: long}}
-	bad := json.RawMessage(`"` + strings.Repeat("x", 1<<20) + `"`)
+// TestErrorEncode checks that an error of many fields and long texts encodes within the
+// limit, with the texts cut and the fields that do not fit replaced by one saying how many,
+// and that a small one crosses whole.
+func TestErrorEncode(t *testing.T) {
+	long := strings.Repeat("<", 1<<20)
+	e := &Error{Overlay: "o.star", Backtrace: long, Err: &LimitError{Limit: LimitSteps, Err: errors.New(long)}}
 	for i := range 1000 {
-		w.Fields = append(w.Fields, wireField{Type: field.ErrorTypeInvalid, Field: "spec.f" + strconv.Itoa(i), Detail: long, BadValue: bad})
+		e.Fields = append(e.Fields, &field.Error{Type: field.ErrorTypeInvalid, Field: "spec.f" + strconv.Itoa(i), Detail: long, BadValue: long})
+		e.Writes = append(e.Writes, Write{Backtrace: long, Input: true})
 	}
 	const max = 1 << 20
-	data, err := w.encode(max)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := appendError(nil, e, max)
 	if len(data) > max {
 		t.Errorf("encoded in %d bytes, want at most %d", len(data), max)
 	}
-	var got wireError
-	if err := json.Unmarshal(data, &got); err != nil {
+	got, err := decodeError(data)
+	if err != nil {
 		t.Fatal(err)
 	}
 	last := got.Fields[len(got.Fields)-1]
 	if n := len(got.Fields); n < 2 || last.Detail != fmt.Sprintf("and %d more errors, not shown", 1000-(n-1)) || last.Field != "spec.f"+strconv.Itoa(n-1) {
 		t.Errorf("got %d fields, the last %+v, want the fields that fit and one saying how many more", n, last)
 	}
-	for _, f := range got.Fields[:len(got.Fields)-1] {
-		if f.BadValue != nil || len(f.Detail) > maxErrorText+30 {
-			t.Errorf("field %s: %d bytes of bad value and %d of detail, want none and at most %d", f.Field, len(f.BadValue), len(f.Detail), maxErrorText)
+	for i, f := range got.Fields[:len(got.Fields)-1] {
+		if f.BadValue != nil || len(f.Detail) > maxErrorText+30 || len(got.Writes[i].Backtrace) > maxErrorText+30 {
+			t.Errorf("field %s: a bad value %v and %d bytes of detail, want none and at most %d", f.Field, f.BadValue != nil, len(f.Detail), maxErrorText)
 		}
 	}
-	if len(got.Msg) > maxErrorText+30 || len(got.Backtrace) > maxErrorText+30 || len(got.Limit.Msg) > maxErrorText+30 {
-		t.Errorf("texts of %d, %d and %d bytes, want at most %d", len(got.Msg), len(got.Backtrace), len(got.Limit.Msg), maxErrorText)
+	var lim *LimitError
+	if !errors.As(got.Err, &lim) || len(got.Backtrace) > maxErrorText+30 || len(lim.Err.Error()) > maxErrorText+30 {
+		t.Errorf("got %T, a backtrace of %d bytes, want a *LimitError and at most %d", got.Err, len(got.Backtrace), maxErrorText)
+	}
+
+	file := "o.star"
+	small := &Error{Overlay: "o.star", Pos: syntax.MakePosition(&file, 3, 5), Backtrace: "Traceback",
+		Fields: field.ErrorList{field.Invalid(field.NewPath("spec", "x"), int64(1), "bad"), field.Required(field.NewPath("spec", "y"), "")},
+		Writes: []Write{{Pos: syntax.MakePosition(&file, 4, 1)}, {Input: true}},
+		Err:    &LimitError{Limit: LimitTime, Value: "2s", Path: "spec", Err: errors.New("cancelled")}}
+	if got, err := decodeError(appendError(nil, small, max)); err != nil || got.Error() != small.Error() {
+		t.Errorf("round trip: got %v (%v), want %v", got, err, small)
 	}
 }
 
@@ -414,16 +443,9 @@ func TestWireErrorEncode(t *testing.T) {
 // the pods after it without applying the script, and that a plain apply applies them all.
 func TestServeApplyFirst(t *testing.T) {
 	src := "def overlay(pod):\n    print(pod[\"metadata\"][\"name\"])\n    if pod[\"metadata\"][\"name\"] == \"bad\":\n        fail(\"bad pod\")\n"
-	script, err := json.Marshal(&wireScript{Key: "k", Name: "o.star", Src: []byte(src), Print: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	script, key := scriptFrame(&wireScript{Name: "o.star", Src: []byte(src), Print: true})
 	encode := func(name string) string {
-		var e podEncoder
-		if err := e.encode(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-			t.Fatal(err)
-		}
-		return string(append(appendPodHeader(nil, nil, "Pod", "v1"), e.proto...))
+		return podFrame(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil)
 	}
 	for _, test := range []struct {
 		apply byte
@@ -433,7 +455,7 @@ func TestServeApplyFirst(t *testing.T) {
 		{frameFirst, "hdprpeed", []string{"bad pod", "not applied: an earlier pod of the batch failed"}},
 		{frameApply, "hdprpeprd", []string{"bad pod"}},
 	} {
-		in := slices.Concat(frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), string(script), test.apply, "\x00k"),
+		in := slices.Concat(frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), script, test.apply, applyFrame(key, false)),
 			frames(byte(framePod), encode("good"), byte(framePod), encode("bad"), byte(framePod), encode("late"), byte(frameEnd), ""))
 		out, err := serveFrames(t, in)
 		if err != nil {
@@ -444,11 +466,11 @@ func TestServeApplyFirst(t *testing.T) {
 		for _, f := range readFrames(t, out, 0) {
 			kinds = append(kinds, f.kind)
 			if f.kind == frameError {
-				var we wireError
-				if err := json.Unmarshal(f.body, &we); err != nil {
+				e, err := decodeError(f.body)
+				if err != nil {
 					t.Fatal(err)
 				}
-				notes = append(notes, we.error().Error())
+				notes = append(notes, e.Error())
 			}
 		}
 		if string(kinds) != test.want {
@@ -475,37 +497,32 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 
 // TestServeApplyWrites checks when a worker writes its answers out: the first at once and the
 // others together, where its parent reads its progress count; each at once where it does not,
-// or where the request asks it to (applyCareful, as a request that tries pods again after a
-// death does).
+// or where the request asks it to (careful, as a request that tries pods again after a death
+// does).
 func TestServeApplyWrites(t *testing.T) {
-	script := `{"Key":"k","Name":"o.star","Src":"ZGVmIG92ZXJsYXkocG9kKTogcGFzcwo="}` // def overlay(pod): pass
-	var e podEncoder
-	if err := e.encode(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}); err != nil {
-		t.Fatal(err)
-	}
-	pod := string(append(appendPodHeader(nil, nil, "Pod", "v1"), e.proto...))
+	script, key := scriptFrame(&wireScript{Name: "o.star", Src: []byte("def overlay(pod): pass\n")})
+	pod := podFrame(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, nil)
 	for _, test := range []struct {
 		counted bool
-		flags   string
-		want    int // writes: the define's done, the answers, the apply's done
+		careful bool
+		want    int // writes: the ready frame, the define's done, the answers, the apply's done
 	}{
-		{true, "\x00", 1 + 1 + 1},
-		{true, "\x01", 1 + 5 + 1},
-		{false, "\x00", 1 + 5 + 1},
+		{true, false, 1 + 1 + 1 + 1},
+		{true, true, 1 + 1 + 5 + 1},
+		{false, false, 1 + 1 + 5 + 1},
 	} {
-		in := frames(byte(frameDefine), script, byte(frameApply), test.flags+"k")
+		in := frames(byte(sandbox.FrameHello), protocolVersion, byte(frameDefine), script, byte(frameApply), applyFrame(key, test.careful))
 		for range 5 {
 			in = append(in, frames(byte(framePod), pod)...)
 		}
 		in = append(in, frames(byte(frameEnd), "")...)
 		var w countingWriter
-		s := newServer(sandbox.NewFrameReader(bytes.NewReader(in)), bufio.NewWriterSize(&w, 64<<10))
-		s.counted = test.counted
-		if err := s.serve(); err != nil {
+		s, err := serveTest(in, &w, test.counted)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if w.writes != test.want || s.answered != 5 {
-			t.Errorf("counted %v, flags %q: %d writes and %d pods counted, want %d writes and 5 pods", test.counted, test.flags, w.writes, s.answered, test.want)
+			t.Errorf("counted %v, careful %v: %d writes and %d pods counted, want %d writes and 5 pods", test.counted, test.careful, w.writes, s.answered, test.want)
 		}
 	}
 }

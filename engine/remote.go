@@ -7,7 +7,6 @@ package engine
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -166,8 +165,8 @@ func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline tim
 	if err := ctx.Err(); err != nil {
 		return attempt{err: &Error{Overlay: o.name, Err: err}}
 	}
-	key := r.script.Key
-	w, err := r.pool.Get(r.limit, key, fresh)
+	key := r.key
+	w, err := r.pool.Get(ctx, r.limit, key, fresh)
 	if err != nil {
 		return attempt{err: &Error{Overlay: o.name, Err: err}}
 	}
@@ -189,7 +188,7 @@ func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline tim
 	if !deadline.IsZero() {
 		first = max(min(first, time.Until(deadline)), time.Millisecond)
 	}
-	w.SetMaxFrame(answerFrameLimit(r.script.MaxResultBytes))
+	w.SetMaxFrame(answerFrameLimit(o.opts.MaxResultBytes))
 	var a attempt
 	if _, ok := w.Keys.Get(key); !ok {
 		a.began = time.Now()
@@ -201,7 +200,7 @@ func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline tim
 			return a
 		}
 		if x.err != nil {
-			a.err = x.err.error()
+			a.err = x.err
 			return a
 		}
 		w.Keys.Add(key, struct{}{})
@@ -260,25 +259,14 @@ func isCanceled(err error) bool {
 	return errors.As(err, &f) && f.Reason == sandbox.Canceled
 }
 
-// printer returns the sink of the print() output of a worker's answers, or nil.
-func (r *remote) printer() func(*wirePrint) {
-	if r.print == nil {
-		return nil
-	}
-	return func(p *wirePrint) {
-		file := p.File
-		r.print(syntax.MakePosition(&file, p.Line, p.Col), p.Msg)
-	}
-}
-
 // answerPrint passes a print frame's message to print, if not nil.
-func answerPrint(body []byte, print func(*wirePrint)) error {
-	var p wirePrint
-	if err := json.Unmarshal(body, &p); err != nil {
-		return fmt.Errorf("malformed print frame: %v", err)
+func answerPrint(body []byte, print func(syntax.Position, string)) error {
+	pos, msg, err := decodePrint(body)
+	if err != nil {
+		return fmt.Errorf("malformed print frame: %w", err)
 	}
 	if print != nil {
-		print(&p)
+		print(pos, msg)
 	}
 	return nil
 }
@@ -286,11 +274,11 @@ func answerPrint(body []byte, print func(*wirePrint)) error {
 // A defineExchange is a define request and its answer.
 type defineExchange struct {
 	r   *remote
-	err *wireError // the compile's error, if any
+	err *Error // the compile's error, if any
 }
 
 func (x *defineExchange) Send(in *bufio.Writer) error {
-	if err := sandbox.WriteJSONFrame(in, frameDefine, x.r.script); err != nil {
+	if err := sandbox.WriteFrame(in, frameDefine, x.r.define); err != nil {
 		return err
 	}
 	return in.Flush()
@@ -299,14 +287,14 @@ func (x *defineExchange) Send(in *bufio.Writer) error {
 func (x *defineExchange) Answer(kind byte, body []byte) (bool, error) {
 	switch kind {
 	case framePrint:
-		return false, answerPrint(body, x.r.printer())
-	case frameDone:
-		if len(body) > 0 {
-			x.err = new(wireError)
-			if err := json.Unmarshal(body, x.err); err != nil {
-				return false, fmt.Errorf("malformed compile error: %v", err)
-			}
+		return false, answerPrint(body, x.r.print)
+	case frameError:
+		var err error
+		if x.err, err = decodeError(body); err != nil {
+			return false, err
 		}
+		return true, nil
+	case frameDone:
 		return true, nil
 	}
 	return false, fmt.Errorf("got a frame of kind %q, want done", kind)
@@ -314,16 +302,15 @@ func (x *defineExchange) Answer(kind byte, body []byte) (bool, error) {
 
 // An applyExchange is an apply request of the pods of a batch and their answers.
 type applyExchange struct {
-	r     *remote
-	st    *workerState
-	b     *batch
-	a     *attempt
-	print func(*wirePrint)
-	skip  int // the print() messages of the first pod not to pass on
+	r    *remote
+	st   *workerState
+	b    *batch
+	a    *attempt
+	skip int // the print() messages of the first pod not to pass on
 }
 
 func (x *applyExchange) Send(in *bufio.Writer) error {
-	return x.st.sendPods(in, x.r.script.Key, x.b)
+	return x.st.sendPods(in, x.r.key, x.b)
 }
 
 func (x *applyExchange) Answer(kind byte, body []byte) (bool, error) {
@@ -335,10 +322,7 @@ func (x *applyExchange) Answer(kind byte, body []byte) (bool, error) {
 			x.skip--
 			return false, nil
 		}
-		if x.print == nil {
-			x.print = x.r.printer()
-		}
-		return false, answerPrint(body, x.print)
+		return false, answerPrint(body, x.r.print)
 	}
 	x.a.printed, x.skip = 0, 0
 	if kind == frameDone {
@@ -356,29 +340,29 @@ func (x *applyExchange) Answer(kind byte, body []byte) (bool, error) {
 		if !b.explain {
 			return false, errors.New("got changes, want an answer")
 		}
-		var wc []wireChange
-		if err := json.Unmarshal(body, &wc); err != nil {
-			return false, fmt.Errorf("malformed changes: %v", err)
+		changes, err := decodeChanges(body)
+		if err != nil {
+			return false, fmt.Errorf("malformed changes: %w", err)
 		}
-		b.changes[i] = fromWireChanges(wc)
+		b.changes[i] = changes
 		return false, nil // the result follows
 	case frameResult:
 		if !b.failed || !b.first {
 			pod, err := x.st.results.decode(body)
 			if err != nil {
-				b.errs[i] = &Error{Overlay: o.name, Err: fmt.Errorf("decoding the result: %v", err)}
+				b.errs[i] = &Error{Overlay: o.name, Err: fmt.Errorf("decoding the result: %w", err)}
 				b.failed = true
 			} else {
 				b.out[i] = pod
 			}
 		}
 	case frameError:
-		var we wireError
-		if err := json.Unmarshal(body, &we); err != nil {
-			return false, fmt.Errorf("malformed error: %v", err)
+		e, err := decodeError(body)
+		if err != nil {
+			return false, err
 		}
 		if !b.failed || !b.first {
-			b.errs[i] = we.error()
+			b.errs[i] = e
 		}
 		b.failed = true
 	default:
@@ -394,7 +378,8 @@ func (x *applyExchange) Answer(kind byte, body []byte) (bool, error) {
 type workerState struct {
 	enc     podEncoder
 	env     *Env
-	envData []byte
+	envData []byte // the encoding of env, nil for a nil env
+	envBuf  []byte // the memory of envData
 	results podDecoder
 }
 
@@ -407,30 +392,27 @@ func (st *workerState) sendPods(in *bufio.Writer, key string, b *batch) error {
 	case b.first:
 		apply = frameFirst
 	}
-	flags := byte(0)
-	if b.careful {
-		flags |= applyCareful
-	}
-	if err := sandbox.WriteFrame(in, apply, []byte{flags}, []byte(key)); err != nil {
+	if err := sandbox.WriteFrame(in, apply, appendApply(nil, key, b.careful)); err != nil {
 		return err
 	}
-	st.enc.pod, st.env, st.envData = nil, nil, st.envData[:0]
+	st.enc.pod, st.env, st.envData = nil, nil, nil
 	for j, i := range b.todo {
 		env := b.env
 		if b.envs != nil {
 			env = b.envs[i]
 		}
 		if env != st.env || j == 0 {
-			st.envData = st.envData[:0]
+			st.envData = nil // no ctx
 			if env != nil {
-				st.envData = appendEnv(st.envData, env)
+				st.envData = appendEnv(st.envBuf[:0], env)
+				st.envBuf = st.envData
 			}
 			st.env = env
 		}
 		pod := b.pods[i]
 		var err error
 		if err = st.enc.encode(pod); err == nil {
-			st.enc.head = appendPodHeader(st.enc.head[:0], st.envData, pod.Kind, pod.APIVersion)
+			st.enc.head = appendPodHeader(st.enc.head[:0], st.envData, pod.Kind, pod.APIVersion, len(st.enc.proto))
 			err = sandbox.WriteFrame(in, framePod, st.enc.head, st.enc.proto)
 		} else {
 			err = sandbox.WriteFrame(in, frameSkip, []byte(err.Error()))

@@ -7,20 +7,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sync"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/starpod/starpod/internal/residency"
 	"github.com/starpod/starpod/internal/sandbox"
-	"github.com/starpod/starpod/internal/wire"
+	"github.com/starpod/starpod/internal/worker"
 )
 
 // ServeWorkerIfRequested makes the process an overlay worker when the engine started it as one,
@@ -34,71 +33,49 @@ import (
 //	}
 //
 // In a worker it limits the process's memory, serves requests on standard input and output
-// until standard input closes, and exits; it never returns.
+// until standard input closes, and exits; it never returns. It is the one hook a program
+// needs for worker isolation. Call it from main, never from an init function: nothing should
+// start serving while the program is still being initialised.
 func ServeWorkerIfRequested() {
 	if !sandbox.IsWorker() {
 		return
 	}
-	if err := ServeWorker(); err != nil {
+	if err := serveWorker(); err != nil {
 		fmt.Fprintf(os.Stderr, "starpod worker: %v\n", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
 }
 
-// ServeWorker serves as an overlay worker on standard input and output until standard input
+// serveWorker serves as an overlay worker on standard input and output until standard input
 // closes. It first limits the process's memory to the limit the engine passed in its
 // environment: the data segment and address space (setrlimit) and, where a cgroup v2 memory
-// controller is writable, a cgroup of its own; then it tells the engine it is ready. Commands
-// that act as workers (the starpod binary's hidden worker subcommand) call it; other programs
-// use [ServeWorkerIfRequested].
-func ServeWorker() error {
-	return sandbox.Serve(protocolVersion, serveRequests)
+// controller is writable, a cgroup of its own; then it tells the engine it is ready.
+func serveWorker() error {
+	return worker.Serve(workerProtocol())
 }
 
-// serveRequests answers the requests read from in on out, one at a time, until in ends.
-func serveRequests(in *sandbox.FrameReader, out *bufio.Writer) error {
-	return newServer(in, out).serve()
+// workerProtocol returns the protocol of overlay workers: the name both sides check, and the
+// handlers of a worker's requests.
+func workerProtocol() *worker.Protocol {
+	return &worker.Protocol{Name: protocolVersion, Handlers: func(c *worker.Conn) map[byte]worker.Handler {
+		return newServer(c).handlers()
+	}}
 }
 
-// newServer returns a worker that reads requests from in and answers on out.
-func newServer(in *sandbox.FrameReader, out *bufio.Writer) *server {
-	return &server{in: in, out: out, scripts: sandbox.NewCache[*Overlay](maxWorkerScripts), counted: sandbox.HasProgress()}
+// newServer returns a worker that reads requests from c and answers on it.
+func newServer(c *worker.Conn) *server {
+	return &server{in: c.In, out: c.Out, scripts: sandbox.NewCache[*Overlay](maxWorkerScripts), counted: sandbox.HasProgress()}
 }
 
-// serve answers requests, one at a time, until s.in ends.
-func (s *server) serve() error {
-	for {
-		kind, body, err := s.in.Next()
-		switch {
-		case err == io.EOF:
-			return nil
-		case err != nil:
-			return err
-		case kind == frameScan:
-			err = s.scan(body)
-		case kind == frameDefine:
-			err = s.define(body)
-		case kind == frameTask:
-			err = s.task(body)
-		case kind == frameApply, kind == frameFirst, kind == frameExplain:
-			s.explain = kind == frameExplain
-			err = s.apply(body, kind != frameApply)
-		default:
-			err = fmt.Errorf("got a frame of kind %q, want a request", kind)
-		}
-		if err == nil {
-			err = s.out.Flush()
-		}
-		if err != nil {
-			return err
-		}
-		if s.served++; s.served == 2 {
-			// A worker that serves more than its overlays and one request lives on: what its
-			// start touched of the executable (the initialisation of every linked package)
-			// need not stay resident. Best effort, while the parent reads the answer.
-			residency.ReleaseExecutable()
-		}
+// handlers returns the handlers of the requests s serves, which share its state.
+func (s *server) handlers() map[byte]worker.Handler {
+	return map[byte]worker.Handler{
+		frameScan:    s.scan,
+		frameDefine:  s.define,
+		frameApply:   func(body []byte) error { return s.apply(body, false, false) },
+		frameFirst:   func(body []byte) error { return s.apply(body, true, false) },
+		frameExplain: func(body []byte) error { return s.apply(body, true, true) },
 	}
 }
 
@@ -112,22 +89,17 @@ type server struct {
 	// The print() output of the current compile or pod's apply.
 	printed      int  // bytes sent
 	printDropped bool // whether the rest is dropped
+	printBuf     []byte
 
 	answerMax int    // the largest frame the parent reads, for the script at hand
-	served    int    // the requests answered
 	answered  uint64 // the pods answered, the progress count (see apply)
-	noted     uint64 // the notes of tasks made, the mark (see note)
-	counted   bool   // whether the parent reads the progress count and the mark
-
-	// During a task, mu guards out and printErr, which its notes share with print(), and
-	// the task's latest note.
-	mu       sync.Mutex
-	noteText []byte
+	counted   bool   // whether the parent reads the progress count
 
 	explain bool // whether the apply at hand explains each result
 
-	// The ctx decoded last and its encoding, and the decoder of pods.
+	// The ctx decoded last and its encoding (nil for none), and the decoder of pods.
 	lastEnvData []byte
+	lastEnvBuf  []byte // the memory of lastEnvData
 	lastEnv     *Env
 	pods        podDecoder
 
@@ -138,8 +110,6 @@ type server struct {
 // kills the worker. It cuts each message to maxPrintBytes, and drops what passes
 // maxPrintTotal since the compile or the pod's apply began, with one line saying so.
 func (s *server) print(pos syntax.Position, msg string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.printErr != nil || s.printDropped {
 		return
 	}
@@ -150,7 +120,8 @@ func (s *server) print(pos syntax.Position, msg string) {
 		msg = cutText(msg, min(maxPrintBytes, maxPrintTotal-s.printed))
 		s.printed += len(msg)
 	}
-	s.printErr = sandbox.WriteJSONFrame(s.out, framePrint, &wirePrint{File: pos.Filename(), Line: pos.Line, Col: pos.Col, Msg: msg})
+	s.printBuf = appendPrint(s.printBuf[:0], pos, msg)
+	s.printErr = sandbox.WriteFrame(s.out, framePrint, s.printBuf)
 	if s.printErr == nil {
 		s.printErr = s.out.Flush()
 	}
@@ -161,70 +132,68 @@ func (s *server) resetPrint() {
 	s.printed, s.printDropped = 0, false
 }
 
-// writeError writes err as an error frame, or a done frame for a failed define, that fits in
-// s.answerMax.
-func (s *server) writeError(kind byte, err error) error {
-	data, err := toWire(err).encode(s.answerMax)
-	if err != nil {
-		return err
-	}
-	return sandbox.WriteFrame(s.out, kind, data)
+// writeError writes err as an error frame that fits in s.answerMax.
+func (s *server) writeError(err error) error {
+	return sandbox.WriteFrame(s.out, frameError, appendError(nil, err, s.answerMax))
 }
 
 // scan parses a file and answers done with the modules its load statements name.
 func (s *server) scan(body []byte) error {
-	var src wireSource
-	if err := json.Unmarshal(body, &src); err != nil {
-		return fmt.Errorf("decoding a file to scan: %v", err)
+	name, src, err := decodeSource(body)
+	if err != nil {
+		return fmt.Errorf("decoding a file to scan: %w", err)
 	}
-	return sandbox.WriteJSONFrame(s.out, frameDone, scanLoads(src.Name, src.Src))
+	return sandbox.WriteFrame(s.out, frameDone, scanLoads(name, src))
 }
 
-// scanLoads parses a file of the overlay dialect and returns the modules its load statements
-// name, in order. A file that does not parse has none: compiling it reports the error. It
-// also resolves and compiles the file, as the define will, so that a file that takes the
-// worker's memory to compile does so here, where the parent knows which file it is.
-func scanLoads(name string, src []byte) *wireScan {
+// scanLoads parses a file of the overlay dialect and returns a scan message of the modules
+// its load statements name, in order. A file that does not parse has none: compiling it
+// reports the error. It also resolves and compiles the file, as the define will, so that a
+// file that takes the worker's memory to compile does so here, where the parent knows which
+// file it is.
+func scanLoads(name string, src []byte) []byte {
 	f, err := fileOptions.Parse(name, src, 0)
 	if err != nil {
-		return &wireScan{Err: cutText(err.Error(), maxErrorText)}
+		return appendScan(nil, nil, cutText(err.Error(), maxErrorText))
 	}
-	var out wireScan
+	var loads []string
 	for _, stmt := range f.Stmts {
 		if load, ok := stmt.(*syntax.LoadStmt); ok {
-			out.Loads = append(out.Loads, load.ModuleName())
+			loads = append(loads, load.ModuleName())
 		}
 	}
 	starlark.FileProgram(f, predeclared.Has) // its errors are the define's to report
-	return &out
+	return appendScan(nil, loads, "")
 }
 
 // define compiles a script, unless it has, and answers done.
 func (s *server) define(body []byte) error {
-	var d wireScript
-	if err := json.Unmarshal(body, &d); err != nil {
-		return fmt.Errorf("decoding a script: %v", err)
+	sum := sha256.Sum256(body)
+	key := hex.EncodeToString(sum[:])
+	if _, ok := s.scripts.Get(key); ok {
+		s.scripts.Use(key)
+		return sandbox.WriteFrame(s.out, frameDone)
 	}
-	if _, ok := s.scripts.Get(d.Key); ok {
-		s.scripts.Use(d.Key)
-	} else {
-		s.answerMax = answerFrameLimit(d.MaxResultBytes)
-		s.resetPrint()
-		o, err := Compile(context.Background(), d.Name, d.Src, d.options(s.print))
-		if s.printErr != nil {
-			return s.printErr
-		}
-		if err != nil {
-			return s.writeError(frameDone, err)
-		}
-		s.scripts.Add(d.Key, o)
+	d, err := decodeScript(body)
+	if err != nil {
+		return fmt.Errorf("decoding a script: %w", err)
 	}
+	s.answerMax = answerFrameLimit(d.MaxResultBytes)
+	s.resetPrint()
+	o, err := Compile(context.Background(), d.Name, d.Src, d.options(s.print))
+	if s.printErr != nil {
+		return s.printErr
+	}
+	if err != nil {
+		return s.writeError(err)
+	}
+	s.scripts.Add(key, o)
 	return sandbox.WriteFrame(s.out, frameDone)
 }
 
-// apply applies the script of an apply request's body (its flags and the script's key) to
-// each pod that follows, until the end frame, and answers each pod in order. With first set,
-// the pods after one that failed are answered with an error and not applied.
+// apply applies the script of an apply request to each pod that follows, until the end frame,
+// and answers each pod in order. With first set, the pods after one that failed are answered
+// with an error and not applied; with explain, each result comes with its changes.
 //
 // The worker counts the pods it has answered in its progress (sandbox.SetProgress), which
 // its parent reads: while the worker works, each step counts as an answer against the time
@@ -233,14 +202,15 @@ func (s *server) define(body []byte) error {
 // its answers out in batches (flushBytes), not at each pod: a pipe write and the wake-up of
 // the parent cost about a tenth of a pod's apply. It writes the first answer out at once, so
 // that the parent starts decoding while it goes on. A worker without a progress count, or
-// asked to (applyCareful, as the parent does when it tries pods again after a death), writes
+// asked to (careful, as the parent does when it tries pods again after a death), writes
 // out each answer at once, and counts it once it is out.
-func (s *server) apply(body []byte, first bool) error {
-	if len(body) == 0 {
-		return errors.New("an apply request without its flags")
+func (s *server) apply(body []byte, first, explain bool) error {
+	key, careful, err := decodeApply(body)
+	if err != nil {
+		return fmt.Errorf("decoding an apply: %w", err)
 	}
-	each := body[0]&applyCareful != 0 || !s.counted
-	key := string(body[1:])
+	each := careful || !s.counted
+	s.explain = explain
 	o, ok := s.scripts.Get(key)
 	if !ok {
 		return fmt.Errorf("apply of unknown script %s", key)
@@ -259,14 +229,14 @@ func (s *server) apply(body []byte, first bool) error {
 		}
 		switch {
 		case (kind == framePod || kind == frameSkip) && first && failed:
-			err = s.writeError(frameError, &Error{Overlay: o.name, Err: errors.New("not applied: an earlier pod of the batch failed")})
+			err = s.writeError(&Error{Overlay: o.name, Err: errors.New("not applied: an earlier pod of the batch failed")})
 		case kind == framePod:
 			var ok bool
 			ok, err = s.applyPod(o, body)
 			failed = failed || !ok
 		case kind == frameSkip:
 			failed = true
-			err = s.writeError(frameError, &Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %s", body)})
+			err = s.writeError(&Error{Overlay: o.name, Err: fmt.Errorf("converting the input pod: %s", body)})
 		case kind == frameEnd:
 			return sandbox.WriteFrame(s.out, frameDone)
 		default:
@@ -293,22 +263,23 @@ const flushBytes = 16 << 10
 // applyPod applies o to the pod of a pod frame and writes the answer. It reports whether the
 // apply succeeded, and the error of decoding the frame or writing the answer.
 func (s *server) applyPod(o *Overlay, body []byte) (bool, error) {
-	d := &wire.Decoder{B: body}
-	envData := d.Bytes()
-	if d.Err != nil {
-		return false, fmt.Errorf("decoding a pod: %v", d.Err)
+	envData, podData, err := splitPodFrame(body)
+	if err != nil {
+		return false, fmt.Errorf("decoding a pod: %w", err)
 	}
-	podData := d.B
-	if s.lastEnvData == nil || !bytes.Equal(envData, s.lastEnvData) {
+	if envData == nil {
+		s.lastEnv, s.lastEnvData = nil, nil
+	} else if s.lastEnvData == nil || !bytes.Equal(envData, s.lastEnvData) {
 		env, err := decodeEnv(envData)
 		if err != nil {
-			return false, fmt.Errorf("decoding a pod: %v", err)
+			return false, fmt.Errorf("decoding a pod: %w", err)
 		}
-		s.lastEnv, s.lastEnvData = env, append(s.lastEnvData[:0], envData...)
+		s.lastEnv, s.lastEnvData = env, append(s.lastEnvBuf[:0], envData...)
+		s.lastEnvBuf = s.lastEnvData
 	}
 	pod, err := s.pods.decode(podData)
 	if err != nil {
-		return false, fmt.Errorf("decoding a pod: %v", err)
+		return false, fmt.Errorf("decoding a pod: %w", err)
 	}
 	s.resetPrint()
 	var res *corev1.Pod
@@ -322,29 +293,29 @@ func (s *server) applyPod(o *Overlay, body []byte) (bool, error) {
 		return false, s.printErr
 	}
 	if err != nil {
-		return false, s.writeError(frameError, err)
+		return false, s.writeError(err)
 	}
 	if s.explain {
-		data, err := toWireChanges(changes)
+		data, err := appendChanges(nil, changes)
 		if err == nil && len(data) > s.answerMax {
 			err = fmt.Errorf("the explanation of %d bytes exceeds the limit of %d bytes of a worker's answer", len(data), s.answerMax)
 		}
 		if err != nil {
-			return false, s.writeError(frameError, &Error{Overlay: o.name, Err: fmt.Errorf("encoding the changes: %v", err)})
+			return false, s.writeError(&Error{Overlay: o.name, Err: fmt.Errorf("encoding the changes: %w", err)})
 		}
 		if err := sandbox.WriteFrame(s.out, frameChanges, data); err != nil {
 			return false, err
 		}
 	}
 	if err := s.enc.encode(res); err != nil {
-		return false, s.writeError(frameError, &Error{Overlay: o.name, Err: fmt.Errorf("encoding the result: %v", err)})
+		return false, s.writeError(&Error{Overlay: o.name, Err: fmt.Errorf("encoding the result: %w", err)})
 	}
-	s.enc.head = appendKind(s.enc.head[:0], res.Kind, res.APIVersion)
+	s.enc.head = appendKind(s.enc.head[:0], res.Kind, res.APIVersion, len(s.enc.proto))
 	if n := len(s.enc.head) + len(s.enc.proto); n > s.answerMax {
 		// Only a pod of many items whose fields are all empty takes this many bytes more in
 		// protobuf than in JSON.
 		maxResult := o.opts.maxResultBytes()
-		return false, s.writeError(frameError, &Error{Overlay: o.name, Err: &LimitError{Limit: LimitResultSize, Value: fmt.Sprintf("%d bytes", maxResult),
+		return false, s.writeError(&Error{Overlay: o.name, Err: &LimitError{Limit: LimitResultSize, Value: fmt.Sprintf("%d bytes", maxResult),
 			Err: fmt.Errorf("the result's protobuf encoding of %d bytes exceeds the limit of %d bytes of a worker's answer", n, s.answerMax)}})
 	}
 	return true, sandbox.WriteFrame(s.out, frameResult, s.enc.head, s.enc.proto)

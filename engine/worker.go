@@ -12,8 +12,7 @@ package engine
 //   - Scripts and modules are bounded in size (internal/bound: 1 MiB each, 8 MiB for the
 //     modules of one compile, 1,000 modules) and loaders read only regular files.
 //   - A worker lets its data segment (heap and thread stacks) grow from its start by MaxMemory
-//     plus 32 MiB for thread stacks (and the address space of its ballast, see
-//     internal/sandbox, which takes no memory), and its address space likewise, with setrlimit
+//     plus 32 MiB for thread stacks, and its address space likewise, with setrlimit
 //     before it reads a script, and sets the collector's soft limit to MaxMemory;
 //     where a cgroup v2 memory controller is writable it also puts itself in a cgroup with
 //     memory.max = MaxMemory. A script that passes the limit kills its worker; the caller gets
@@ -33,12 +32,12 @@ package engine
 //     worker writes to a pipe of the parent, the signal it died of and its cgroup's count of
 //     out-of-memory kills; never from what it wrote to its standard error.
 //   - The parent holds little of what a script sends back: each print() message is cut to
-//     64 KiB, the output of one compile, one pod's apply or one task to 1 MiB (the rest is
+//     64 KiB, the output of one compile or one pod's apply to 1 MiB (the rest is
 //     dropped, with one line saying so), the texts of errors to 16 KiB each, and no frame from
 //     a worker may pass answerFrameLimit, a few times the result size limit. print() output
-//     reaches the caller as it happens, also when a later step kills the worker; a task's
-//     when the task ends (see Chain.RunTask). What a pod printed before its worker died is not
-//     passed on twice when the pod runs again in another worker.
+//     reaches the caller as it happens, also when a later step kills the worker. What a pod
+//     printed before its worker died is not passed on twice when the pod runs again in
+//     another worker.
 //   - Steps, time and result size are limited inside the worker as in process; the parent also
 //     kills a worker that has not finished a pod within the time limit plus one second (one
 //     step that runs long, such as a huge sort), and a worker whose caller's context ends.
@@ -48,13 +47,6 @@ package engine
 //     go on in another worker, with the pods before it whose answers died with the worker.
 //   - Errors cross the process boundary with the same text, position, backtrace, field paths
 //     and *LimitError; their other causes become plain errors with the same message.
-//   - A task (Chain.RunTask) runs a function the program registered (RegisterTask) in a worker
-//     that holds the chain's overlays, which apply there in process, under the worker's memory
-//     limit and each overlay's own limits of steps, time and result size. The parent kills a
-//     worker whose task gives no note for longer than TaskOptions.Timeout, and bounds its answer
-//     (TaskOptions.MaxAnswer). A worker that dies fails the task with a *TaskFailure, which
-//     names the overlay's time limit only where that is certain (see TaskFailure.Err); the
-//     caller may do the work again another way, as starpod apply does a batch pod by pod.
 //
 // What it does not guarantee: a bomb is stopped by whichever limit it reaches first, memory or
 // time, so the same script may report either on a busy machine; peak resident memory is the
@@ -68,7 +60,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -78,6 +69,7 @@ import (
 
 	"github.com/starpod/starpod/internal/bound"
 	"github.com/starpod/starpod/internal/sandbox"
+	"github.com/starpod/starpod/internal/worker"
 )
 
 // Isolation says where an overlay runs.
@@ -118,7 +110,8 @@ type WorkerPoolOptions struct {
 	Path string
 
 	// Args are the arguments of the worker program, e.g. {"worker"} for the starpod
-	// binary's hidden worker subcommand, which calls [ServeWorker].
+	// binary's hidden worker subcommand. The program must call [ServeWorkerIfRequested]
+	// first thing in main, whatever its arguments.
 	Args []string
 
 	// Size bounds the number of worker processes alive at once. Zero means
@@ -146,18 +139,28 @@ func NewWorkerPool(opts *WorkerPoolOptions) *WorkerPool {
 	if opts == nil {
 		opts = &WorkerPoolOptions{}
 	}
-	return &WorkerPool{p: sandbox.NewPool(&sandbox.PoolOptions{Path: opts.Path, Args: opts.Args, Size: opts.Size,
-		OnDemand: opts.OnDemand, Protocol: protocolVersion, Name: "overlay worker", Keys: maxWorkerScripts})}
+	return &WorkerPool{p: worker.NewPool(workerProtocol(), sandbox.PoolOptions{Path: opts.Path, Args: opts.Args, Size: opts.Size,
+		OnDemand: opts.OnDemand, Name: "overlay worker", Keys: maxWorkerScripts})}
 }
 
-// defaultPool is the pool of overlays whose Options.Workers is nil.
-var defaultPool = sync.OnceValue(func() *WorkerPool { return NewWorkerPool(nil) })
+// defaultPool returns the pool of overlays whose Options.Workers is nil, made when first
+// asked for.
+func defaultPool() *WorkerPool {
+	theDefaultPool.Do(func() { theDefaultPool.p = NewWorkerPool(nil) })
+	return theDefaultPool.p
+}
+
+var theDefaultPool struct {
+	sync.Once
+	p *WorkerPool
+}
 
 // Prestart starts, in the background, as many workers as p has room for (with OnDemand,
 // one, if none of the limit is alive), with the memory limit of overlays compiled with opts
 // (nil means the zero Options), so that the first applies find them ready instead of each
-// waiting for a process to start. It does not wait for them. A worker that fails to start is not reported: an apply that finds no idle worker
-// starts one itself, and reports why that fails.
+// waiting for a process to start. It does not wait for them. A worker that fails to start is
+// not reported: an apply that finds no idle worker starts one itself, and reports why that
+// fails.
 func (p *WorkerPool) Prestart(opts *Options) {
 	if opts == nil {
 		opts = &Options{}
@@ -193,7 +196,8 @@ func (p *WorkerPool) Stats() WorkerStats { return WorkerStats(p.p.Stats()) }
 // remote runs an overlay compiled for a worker.
 type remote struct {
 	o      *Overlay
-	script *wireScript
+	define []byte // the body of the script's define
+	key    string // the script's key, the SHA-256 of define
 	pool   *sandbox.Pool
 	limit  int64
 	print  func(pos syntax.Position, msg string)
@@ -204,7 +208,7 @@ type remote struct {
 // compiles the script with the answers.
 func compileWorker(ctx context.Context, name string, src []byte, opts *Options) (*Overlay, error) {
 	if limit := opts.maxMemory(); limit < sandbox.MinMemory {
-		return nil, &Error{Overlay: name, Err: fmt.Errorf("starting an overlay worker: %v", sandbox.ErrSmallMemory(limit))}
+		return nil, &Error{Overlay: name, Err: fmt.Errorf("starting an overlay worker: %w", &sandbox.SmallMemoryError{Limit: limit})}
 	}
 	pool := opts.Workers
 	if pool == nil {
@@ -220,14 +224,10 @@ func compileWorker(ctx context.Context, name string, src []byte, opts *Options) 
 		}
 		d.Loads = loads
 	}
-	data, err := json.Marshal(d)
-	if err != nil {
-		return nil, &Error{Overlay: name, Err: err}
-	}
+	data := d.encode()
 	sum := sha256.Sum256(data)
-	d.Key = hex.EncodeToString(sum[:])
 	o := &Overlay{name: name, opts: *opts}
-	r := &remote{o: o, script: d, pool: pool.p, limit: opts.maxMemory(), print: opts.Print}
+	r := &remote{o: o, define: data, key: hex.EncodeToString(sum[:]), pool: pool.p, limit: opts.maxMemory(), print: opts.Print}
 	o.run = r
 	// Compile now, to report errors (and limits hit by the top level) at once.
 	if a := r.call(ctx, nil); a.err != nil {
@@ -244,7 +244,7 @@ func compileWorker(ctx context.Context, name string, src []byte, opts *Options) 
 // which the worker reports at the load statement.
 func resolveLoads(ctx context.Context, name string, src []byte, opts *Options, pool *WorkerPool) ([]wireLoad, error) {
 	limit := opts.maxMemory()
-	w, err := pool.p.Get(limit, "", false)
+	w, err := pool.p.Get(ctx, limit, "", false)
 	if err != nil {
 		return nil, &Error{Overlay: name, Err: err}
 	}
@@ -312,12 +312,12 @@ const maxModules = 1000
 // It returns an error only when the worker fails: a *LimitError for its memory or time limit.
 // A file that does not parse has no loads; the compile reports why.
 func scan(ctx context.Context, w *sandbox.Worker, name string, src []byte, timeout time.Duration) ([]string, error) {
-	x := &scanExchange{file: wireSource{Name: name, Src: src}}
+	x := &scanExchange{file: appendSource(nil, name, src)}
 	err := w.Call(ctx, x, sandbox.CallOptions{First: workerGrace + timeout})
 	var f *sandbox.Failure
 	switch {
 	case err == nil:
-		return x.res.Loads, nil
+		return x.loads, nil
 	case !errors.As(err, &f):
 		return nil, err
 	case f.Reason == sandbox.Timeout:
@@ -331,12 +331,12 @@ func scan(ctx context.Context, w *sandbox.Worker, name string, src []byte, timeo
 
 // A scanExchange is a scan request and its answer.
 type scanExchange struct {
-	file wireSource
-	res  wireScan
+	file  []byte // a source message
+	loads []string
 }
 
 func (x *scanExchange) Send(in *bufio.Writer) error {
-	if err := sandbox.WriteJSONFrame(in, frameScan, &x.file); err != nil {
+	if err := sandbox.WriteFrame(in, frameScan, x.file); err != nil {
 		return err
 	}
 	return in.Flush()
@@ -346,8 +346,9 @@ func (x *scanExchange) Answer(kind byte, body []byte) (bool, error) {
 	if kind != frameDone {
 		return false, fmt.Errorf("got a frame of kind %q, want done", kind)
 	}
-	if err := json.Unmarshal(body, &x.res); err != nil {
-		return false, fmt.Errorf("malformed scan: %v", err)
+	var err error
+	if x.loads, _, err = decodeScan(body); err != nil {
+		return false, fmt.Errorf("malformed scan: %w", err)
 	}
 	return true, nil
 }

@@ -134,7 +134,7 @@ func ParseConfig(settings []string) (Config, error) {
 			return c, fmt.Errorf("%s (see starpod runopts kubernetes)", msg)
 		}
 		if err := o.set(&c, kv.Value); err != nil {
-			return c, fmt.Errorf("cfg %s: %v", kv.Key, err)
+			return c, fmt.Errorf("cfg %s: %w", kv.Key, err)
 		}
 	}
 	return c, nil
@@ -160,7 +160,7 @@ func (c *Config) validate() []error {
 			return
 		}
 		if err := f(v); err != nil {
-			errs = append(errs, fmt.Errorf("cfg %s: %v", name, err))
+			errs = append(errs, fmt.Errorf("cfg %s: %w", name, err))
 		}
 	}
 	check("namespace", c.Namespace, dnsLabel, true)

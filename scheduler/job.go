@@ -151,7 +151,6 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print t
 		}
 		b.limit = MaxJobBytes - tasksSize(head, 0, 1)
 	}
-	b.workers.wrapPrint(b, &opts)
 	chains, cerrs := compileOverlays(ctx, app, opts)
 	errs = append(errs, cerrs...)
 	if !specOK || len(cerrs) > 0 {
@@ -186,9 +185,6 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print t
 			replicas = append(replicas, chunk...)
 		}
 	}
-	if err := b.workers.prepare(b, job, len(replicas)); err != nil {
-		return nil, nil, err
-	}
 	sem := make(chan struct{}, 2*procs)
 	var wg sync.WaitGroup
 	for _, chunk := range chunks {
@@ -199,13 +195,10 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print t
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if b.workers.head == nil || !b.tasksInWorker(ctx, chunk, chains[chunk[0].role]) {
-				b.tasks(ctx, chunk, chains[chunk[0].role])
-			}
+			b.tasks(ctx, chunk, chains[chunk[0].role])
 		})
 	}
 	wg.Wait()
-	b.retryFailed(ctx, chains)
 	if b.over.Load() {
 		// Which replicas were built before is a matter of timing: report only the size.
 		errs = append(errs, &JobSizeError{File: app.File, Limit: MaxJobBytes})
@@ -221,9 +214,7 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print t
 			errs = append(errs, rep.errs...)
 			continue
 		}
-		if rep.task != nil { // else a worker built it, and gave its text only
-			job.Spec.Tasks = append(job.Spec.Tasks, *rep.task)
-		}
+		job.Spec.Tasks = append(job.Spec.Tasks, *rep.task)
 		// The gang: every task but the elastic ones above min_replicas.
 		job.Spec.MinAvailable += minAvailable(&app.Roles[rep.role], rep.id)
 		if print != nil {
@@ -305,7 +296,6 @@ type builder struct {
 	firstTask string
 	checks    nameChecks
 	print     taskPrinter // if not nil, prints each task
-	workers   workers     // how workers print tasks, if they do
 
 	// The parts of the pods of each role, made when a pod of the role is first built.
 	partsMu   sync.Mutex
@@ -522,7 +512,7 @@ func validatePod(pod *corev1.Pod, checks *nameChecks, skip map[string]string, ch
 		errs = append(errs, field.Forbidden(meta.Child("name"), "Volcano names the pods of a task; an overlay cannot"))
 	}
 	if pod.Namespace != "" {
-		errs = append(errs, field.Forbidden(meta.Child("namespace"), "pods run in the job's namespace (--cfg namespace)"))
+		errs = append(errs, field.Forbidden(meta.Child("namespace"), "pods run in the job's namespace (the run option namespace)"))
 	}
 	if checked {
 		return errs
@@ -538,7 +528,7 @@ func AppFromJob(job *vcbatch.Job) (*App, error) {
 	}
 	var app App
 	if err := json.Unmarshal([]byte(s), &app); err != nil {
-		return nil, fmt.Errorf("job %s: annotation %s: %v", job.Name, AnnotationAppSpec, err)
+		return nil, fmt.Errorf("job %s: annotation %s: %w", job.Name, AnnotationAppSpec, err)
 	}
 	return &app, nil
 }

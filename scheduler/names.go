@@ -68,7 +68,7 @@ func jobName(app *App, opts BuildOptions) (string, error) {
 	}
 	suffix, err := randomSuffix(r)
 	if err != nil {
-		return "", fmt.Errorf("app id: %v", err)
+		return "", fmt.Errorf("app id: %w", err)
 	}
 	return prefix + "-" + suffix, nil
 }

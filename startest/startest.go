@@ -306,16 +306,13 @@ func (r *runner) compile() (*starlark.Program, *engine.Linker, starlark.StringDi
 		return nil, nil, nil, err
 	}
 	predeclared := r.predeclared()
-	prog, err := engine.CompileProgram(r.file, src, predeclared)
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	// Modules see what test files see, and run like their top level.
 	linker := engine.NewLinker(engine.DirLoader(filepath.Dir(r.file)), &engine.LinkOptions{
 		Predeclared: predeclared,
 		Thread:      func(string) *starlark.Thread { return r.thread() },
 	})
-	if err := linker.Link(r.file, prog); err != nil {
+	prog, err := linker.Compile(r.file, src)
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	return prog, linker, predeclared, nil

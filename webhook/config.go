@@ -105,7 +105,7 @@ func kinds(rules []workload.Rule) []string {
 func ParseConfig(file string, data []byte) (*Config, error) {
 	var c Config
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return nil, fmt.Errorf("%s: %v", file, err)
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	if errs := c.validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %v", file, errs.ToAggregate())

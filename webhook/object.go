@@ -52,7 +52,7 @@ func decodeObject(kind, namespace string, raw []byte, opts *workload.Options) (o
 		// The API server sends objects it has decoded and defaulted: a case-sensitive decode
 		// that keeps integers as they are reads them as the server wrote them.
 		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, p); err != nil {
-			return nil, fmt.Errorf("decoding the Pod: %v", err)
+			return nil, fmt.Errorf("decoding the Pod: %w", err)
 		}
 		return &podObject{p}, nil
 	}
@@ -60,11 +60,11 @@ func decodeObject(kind, namespace string, raw []byte, opts *workload.Options) (o
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("decoding the %s: %v", kind, err)
+		return nil, fmt.Errorf("decoding the %s: %w", kind, err)
 	}
 	o, err := workload.Find(doc, opts)
 	if err != nil {
-		return nil, fmt.Errorf("the %s: %v", kind, err)
+		return nil, fmt.Errorf("the %s: %w", kind, err)
 	}
 	w := &workloadObject{o: o, kind: kind, namespace: namespace, raw: raw, opts: opts}
 	for _, t := range o.Templates {

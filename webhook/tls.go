@@ -38,11 +38,11 @@ func newCertWatcher(certFile, keyFile string, log *slog.Logger) (*certWatcher, e
 func (w *certWatcher) load() error {
 	cb, err := os.ReadFile(w.certFile)
 	if err != nil {
-		return fmt.Errorf("--tls-cert-file: %v", err)
+		return fmt.Errorf("reading the TLS certificate: %w", err)
 	}
 	kb, err := os.ReadFile(w.keyFile)
 	if err != nil {
-		return fmt.Errorf("--tls-private-key-file: %v", err)
+		return fmt.Errorf("reading the TLS private key: %w", err)
 	}
 	w.mu.RLock()
 	same := bytes.Equal(cb, w.certBytes) && bytes.Equal(kb, w.keyBytes)
@@ -52,7 +52,7 @@ func (w *certWatcher) load() error {
 	}
 	cert, err := tls.X509KeyPair(cb, kb)
 	if err != nil {
-		return fmt.Errorf("%s, %s: %v", w.certFile, w.keyFile, err)
+		return fmt.Errorf("%s, %s: %w", w.certFile, w.keyFile, err)
 	}
 	w.mu.Lock()
 	w.cert, w.certBytes, w.keyBytes = &cert, cb, kb

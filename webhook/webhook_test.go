@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -452,8 +453,10 @@ func TestMemoryBombIsolated(t *testing.T) {
 		t.Skip("starts worker processes")
 	}
 	f := newFixture(t, besideBomb(), &Options{
-		Engine:         engine.Options{Isolation: engine.WorkerProcess, MaxMemory: 128 << 20},
+		// The bomb has all the time it could take on a loaded machine to reach its memory limit.
+		Engine:         engine.Options{Isolation: engine.WorkerProcess, MaxMemory: 128 << 20, Timeout: 2 * time.Minute},
 		WorkersPerRule: 1,
+		RequestTimeout: 3 * time.Minute,
 	})
 	var wg sync.WaitGroup
 	for range 2 {
@@ -581,5 +584,85 @@ rules:
 `,
 		"bomb.star": "def overlay(pod):\n    s = 'a' * ((1 << 30) - 1)\n",
 		"gpu.star":  gpuOverlay,
+	}
+}
+
+// TestQueuedAdmissionDeadline: with every worker busy (one, running an overlay that loops
+// until its time limit, long after), an admission whose deadline passes while it waits for a
+// worker is answered then, as its rule's onError says, and the busy worker runs on.
+func TestQueuedAdmissionDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	pool := engine.NewWorkerPool(&engine.WorkerPoolOptions{Size: 1})
+	t.Cleanup(func() { pool.Close() })
+	f := newFixture(t, map[string]string{
+		"config.yaml": `
+apiVersion: starpod.dev/v1alpha1
+kind: WebhookConfig
+rules:
+- name: hold
+  match: {namespaces: [hold]}
+  overlays: [loop.star]
+- name: strict
+  match: {namespaces: [strict]}
+  overlays: [gpu.star]
+  onError: Fail
+- name: lenient
+  match: {namespaces: [lenient]}
+  overlays: [gpu.star]
+  onError: Ignore
+`,
+		"loop.star": "def overlay(pod):\n    for i in range(1 << 40):\n        pass\n",
+		"gpu.star":  gpuOverlay,
+	}, &Options{
+		Engine:     engine.Options{Isolation: engine.WorkerProcess, MaxSteps: 1 << 62, Timeout: 10 * time.Minute},
+		sharedPool: pool,
+	})
+	c := f.srv.cur.Load()
+	in := func(ns string) *admissionv1.AdmissionRequest {
+		return podRequest(t, strings.Replace(trainerPod, "namespace: ml", "namespace: "+ns, 1))
+	}
+
+	// The loop takes the only worker, with no deadline of its own until the test ends.
+	holdCtx, stopHold := context.WithCancel(context.Background())
+	held := make(chan *result, 1)
+	go func() { held <- admit(holdCtx, c, in("hold")) }()
+	defer func() {
+		stopHold()
+		<-held
+	}()
+	for pool.Stats().Idle > 0 {
+		time.Sleep(time.Millisecond)
+	}
+
+	for _, ns := range []string{"strict", "lenient"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		res := admit(ctx, c, in(ns))
+		cancel()
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.Fatalf("%s: the admission returned before its deadline: %+v", ns, res.resp)
+		}
+		want := "starpod rule " + ns + ": "
+		switch ns {
+		case "strict":
+			if res.resp.Allowed || res.resp.Result == nil || !strings.HasPrefix(res.resp.Result.Message, want) ||
+				!strings.Contains(res.resp.Result.Message, context.DeadlineExceeded.Error()) {
+				t.Errorf("onError Fail: got %+v, want denied by the deadline", res.resp)
+			}
+		case "lenient":
+			if !res.resp.Allowed || res.resp.Patch != nil || len(res.resp.Warnings) != 1 || !strings.HasPrefix(res.resp.Warnings[0], want) ||
+				!strings.Contains(res.resp.Warnings[0], context.DeadlineExceeded.Error()) {
+				t.Errorf("onError Ignore: got %+v, want allowed unchanged, with the deadline in a warning", res.resp)
+			}
+		}
+	}
+	select {
+	case res := <-held:
+		t.Fatalf("the loop's admission ended while the others waited: %+v", res.resp)
+	default:
+	}
+	if s := pool.Stats(); s.Started != 1 || s.Alive != 1 {
+		t.Errorf("worker stats %+v, want the one worker, alive and busy", s)
 	}
 }

@@ -1,8 +1,8 @@
 package main
 
 // This file defines the apply command: its flags, its help and runApply, which sets up the
-// pipeline (apply_pipeline.go) that applies the overlays (apply_batch.go) and writes the
-// documents (apply_output.go).
+// pipeline (internal/pipeline) that applies the overlays and writes the documents to the
+// spool (apply_output.go).
 
 import (
 	"context"

@@ -184,14 +184,6 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 	// problem is reported at the line of the overlay that wrote it; Build checks the pod of
 	// each task again, with what Volcano owns.
 	eopts.Validation = engine.ValidatePodTemplate
-
-	// Building a job allocates several times its size, and the job is held until it is
-	// printed or submitted: collecting at a quarter of the usual frequency takes about a
-	// sixth off a dry run of 1,000 replicas, for a few MiB more at its peak (42 to 47 MiB).
-	// But collect at runHeapLimit at the latest: decoding the largest spec, or one with the
-	// most errors, makes tens of MiB of garbage, which collected at a quarter of the usual
-	// frequency would take the process to about 150 MiB instead of 75 MiB.
-	collectLess(400, runHeapLimit)
 	var app *scheduler.App
 	if component.IsComponent(spec) {
 		var done bool
@@ -240,11 +232,6 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 		Output:       f.output,
 	})
 }
-
-// runHeapLimit is the soft limit of the memory of "starpod run" when GOGC is raised (see
-// runtime/debug.SetMemoryLimit): the largest job the API server accepts (3 MiB of JSON)
-// builds in about 30 MiB.
-const runHeapLimit = 64 << 20
 
 // cfgSets reports whether the --cfg settings give key a value.
 func cfgSets(settings []string, key string) bool {

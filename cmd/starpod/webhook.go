@@ -16,7 +16,6 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/starpod/starpod/engine"
-	"github.com/starpod/starpod/internal/residency"
 	"github.com/starpod/starpod/webhook"
 )
 
@@ -183,8 +182,6 @@ func (f *webhookFlags) serve(cmd *cobra.Command, a *app) error {
 		return err
 	}
 	defer s.Close()
-	// A server lives long: what its start touched of the executable need not stay resident.
-	residency.ReleaseExecutable()
 	return s.ListenAndServeTLS(ctx, f.listen, f.certFile, f.keyFile, nil)
 }
 

@@ -4,11 +4,11 @@ package main
 // memory limit.
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/spf13/cobra"
 
-	"github.com/starpod/starpod/cmd/starpod/internal/early"
 	"github.com/starpod/starpod/engine"
 )
 
@@ -21,7 +21,8 @@ func newWorkerCmd(a *app) *cobra.Command {
 		Hidden: true,
 		Args:   usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return engine.ServeWorker()
+			engine.ServeWorkerIfRequested() // a worker's main has served already
+			return errors.New("not started as a worker by starpod")
 		},
 	}
 }
@@ -30,8 +31,6 @@ func newWorkerCmd(a *app) *cobra.Command {
 // binary, re-executed with its hidden worker subcommand. It starts a second worker only once
 // the first has kept applies waiting four times as long as a start took: a command is often
 // done before another worker would have paid for its start.
-//
-// Its first worker is often the one package early started as the process started.
 var workerPool = sync.OnceValue(func() *engine.WorkerPool {
-	return engine.NewWorkerPool(&engine.WorkerPoolOptions{Path: early.Path(), Args: early.Args, OnDemand: true})
+	return engine.NewWorkerPool(&engine.WorkerPoolOptions{Args: []string{"worker"}, OnDemand: true})
 })

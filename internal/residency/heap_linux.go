@@ -29,7 +29,7 @@ import (
 // that mapping's touched parts up to huge pages adds. The n bytes stay mapped (the heap
 // keeps what it maps), and are used before the heap maps more.
 func HugeHeap(n int) (int64, error) {
-	if n <= 0 {
+	if n <= 0 || Off() {
 		return 0, nil
 	}
 	// The collector stays off while the n bytes are allocated: so far above the heap's goal, a

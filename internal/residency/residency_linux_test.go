@@ -80,3 +80,14 @@ Anonymous:          1024 kB
 		t.Errorf("(-want +got)\n%s", diff)
 	}
 }
+
+// TestOff checks that $STARPOD_RESIDENCY=off turns the package off.
+func TestOff(t *testing.T) {
+	t.Setenv("STARPOD_RESIDENCY", "off")
+	if n, err := ReleaseExecutable(); n != 0 || err != nil {
+		t.Errorf("ReleaseExecutable() = %d, %v, want 0, nil", n, err)
+	}
+	if n, err := HugeHeap(16 << 20); n != 0 || err != nil {
+		t.Errorf("HugeHeap(16 MiB) = %d, %v, want 0, nil", n, err)
+	}
+}

@@ -13,7 +13,10 @@ package sandbox
 // to tens on a virtual machine whose page faults are slow, nor the length of the work need be
 // known in advance.
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // waitPerStart is how many times the last start's duration Gets wait, in all, before they
 // start another worker.
@@ -57,15 +60,16 @@ func (d *demand) due() bool {
 }
 
 // await waits for a change of the pool: a worker put back, ready or lost, or, where the pool
-// grows on demand and has room, the time at which a start would be due.
-func (p *Pool) await() {
+// grows on demand and has room, the time at which a start would be due; or for the end of
+// ctx, which the caller then sees in ctx.Err(). p.mu is held, and released while it waits.
+func (p *Pool) await(ctx context.Context) {
 	d := &p.demand
 	if p.opts.OnDemand && d.starting == 0 && p.alive < p.opts.Size {
 		after := waitPerStart*d.cost - d.short
 		if d.wake == nil {
 			d.wake = time.AfterFunc(after, func() {
 				p.mu.Lock()
-				p.cond.Broadcast()
+				p.broadcast()
 				p.mu.Unlock()
 			})
 		} else {
@@ -74,7 +78,13 @@ func (p *Pool) await() {
 	}
 	d.tick()
 	d.waiting++
-	p.cond.Wait()
+	changed := p.changed
+	p.mu.Unlock()
+	select {
+	case <-changed:
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
 	d.tick()
 	d.waiting--
 }

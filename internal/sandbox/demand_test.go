@@ -24,7 +24,7 @@ func prestartedOnDemand(t *testing.T) (*Pool, int64) {
 func TestPoolOnDemand(t *testing.T) {
 	p, limit := prestartedOnDemand(t)
 	p.Prestart(limit) // a worker of the limit is alive: no more
-	w1, err := p.Get(limit, "", false)
+	w1, err := p.Get(context.Background(), limit, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestPoolOnDemand(t *testing.T) {
 	getAsync := func() chan *Worker {
 		got := make(chan *Worker, 1)
 		go func() {
-			w, err := p.Get(limit, "", false)
+			w, err := p.Get(context.Background(), limit, "", false)
 			if err != nil {
 				t.Error(err)
 			}
@@ -104,7 +104,7 @@ func TestPoolOnDemand(t *testing.T) {
 func TestPoolOnDemandLimits(t *testing.T) {
 	p := NewPool(&PoolOptions{Size: 2, OnDemand: true, Protocol: testProtocol, Name: "echo worker"})
 	defer p.Close()
-	w1, err := p.Get(128<<20, "", false)
+	w1, err := p.Get(context.Background(), 128<<20, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestPoolOnDemandLimits(t *testing.T) {
 	p.mu.Unlock()
 	got := make(chan *Worker, 1)
 	go func() {
-		w, err := p.Get(256<<20, "", false)
+		w, err := p.Get(context.Background(), 256<<20, "", false)
 		if err != nil {
 			t.Error(err)
 		}
@@ -157,7 +157,7 @@ func TestPoolOnDemandStarting(t *testing.T) {
 	got := make(chan *Worker, 2)
 	for range 2 {
 		go func() {
-			w, err := p.Get(limit, "", false)
+			w, err := p.Get(context.Background(), limit, "", false)
 			if err != nil {
 				t.Error(err)
 			}

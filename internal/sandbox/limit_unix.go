@@ -37,13 +37,13 @@ func setRlimits(limit int64) error {
 		start = startData
 	}
 	if err := setRlimit(syscall.RLIMIT_DATA, start+grow); err != nil {
-		return fmt.Errorf("setrlimit RLIMIT_DATA: %v", err)
+		return fmt.Errorf("setrlimit RLIMIT_DATA: %w", err)
 	}
 	// The Go runtime reserves about a gigabyte of address space at start that it never
 	// touches; the address-space limit only stops growth beyond that.
 	if vsize := virtualSize(); vsize > 0 && rlimitAS >= 0 {
 		if err := setRlimit(rlimitAS, vsize+grow); err != nil {
-			return fmt.Errorf("setrlimit RLIMIT_AS: %v", err)
+			return fmt.Errorf("setrlimit RLIMIT_AS: %w", err)
 		}
 	}
 	return nil

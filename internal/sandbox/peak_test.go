@@ -54,10 +54,12 @@ func TestPoolSignalOfMemory(t *testing.T) {
 	}
 	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol, Name: "echo worker"})
 	defer p.Close()
-	opts := CallOptions{First: 20 * time.Second}
+	// Each worker fills its memory and dies: it has all the time it could take on a loaded
+	// machine.
+	opts := CallOptions{First: 5 * time.Minute}
 	die := func(limit int64, mib int64) (*Failure, *exit) {
 		t.Helper()
-		w, err := p.Get(limit, "", false)
+		w, err := p.Get(context.Background(), limit, "", false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package sandbox
 // This file defines the pool of workers: long-lived children that answer requests in frames.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -54,14 +55,14 @@ type PoolOptions struct {
 type Pool struct {
 	opts PoolOptions
 
-	mu     sync.Mutex
-	cond   *sync.Cond
-	idle   map[int64][]*Worker // by memory limit
-	alive  int                 // workers alive or starting
-	limits map[int64]int       // alive by memory limit
-	closed bool
-	procs  map[*Worker]bool // the workers whose process has not exited
-	demand demand           // when to start another worker, with OnDemand
+	mu      sync.Mutex
+	changed chan struct{}       // closed, and replaced, when a worker is put back, ready or lost
+	idle    map[int64][]*Worker // by memory limit
+	alive   int                 // workers alive or starting
+	limits  map[int64]int       // alive by memory limit
+	closed  bool
+	procs   map[*Worker]bool // the workers whose process has not exited
+	demand  demand           // when to start another worker, with OnDemand
 
 	started atomic.Int64
 	peak    atomic.Int64 // the highest peak resident set size of any worker, in bytes
@@ -86,7 +87,7 @@ func NewPool(opts *PoolOptions) *Pool {
 	if p.opts.StartTimeout <= 0 {
 		p.opts.StartTimeout = 15 * time.Second
 	}
-	p.cond = sync.NewCond(&p.mu)
+	p.changed = make(chan struct{})
 	return p
 }
 
@@ -150,7 +151,7 @@ func (p *Pool) Close() error {
 		p.retire(w.limit)
 	}
 	p.demand.stop()
-	p.cond.Broadcast()
+	p.broadcast()
 	p.mu.Unlock()
 	for _, w := range ws {
 		w.stop()
@@ -203,15 +204,23 @@ var ErrClosed = errors.New("the worker pool is closed")
 // waits for a place when the pool is full of busy workers, and with OnDemand, for a busy
 // worker of the limit until another is worth starting. The caller gives the worker back with
 // Put.
-func (p *Pool) Get(limit int64, key string, fresh bool) (*Worker, error) {
+//
+// Get waits no longer than ctx lasts: once ctx ends it returns an error that wraps
+// ctx.Err(), and a worker it was starting goes to the pool when ready. It stops no busy
+// worker.
+func (p *Pool) Get(ctx context.Context, limit int64, key string, fresh bool) (*Worker, error) {
 	if limit < MinMemory {
-		return nil, fmt.Errorf("starting an %s: %v", p.opts.Name, ErrSmallMemory(limit))
+		return nil, fmt.Errorf("starting an %s: %w", p.opts.Name, &SmallMemoryError{limit})
 	}
 	p.mu.Lock()
 	for {
 		if p.closed {
 			p.mu.Unlock()
 			return nil, ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			p.mu.Unlock()
+			return nil, fmt.Errorf("waiting for an %s: %w", p.opts.Name, err)
 		}
 		if i := pick(p.idle[limit], key, fresh); i >= 0 {
 			ws := p.idle[limit]
@@ -224,12 +233,7 @@ func (p *Pool) Get(limit int64, key string, fresh bool) (*Worker, error) {
 			// No worker alive could serve the request: start one for it.
 			p.reserve(limit)
 			p.mu.Unlock()
-			w, err := p.start(limit)
-			p.ready(limit, w, err)
-			if err != nil {
-				return nil, err
-			}
-			return w, nil
+			return p.startFor(ctx, limit)
 		}
 		if p.alive >= p.opts.Size {
 			// Make room by stopping an idle worker with another limit (or, for a fresh
@@ -254,7 +258,38 @@ func (p *Pool) Get(limit int64, key string, fresh bool) (*Worker, error) {
 			go p.grow(limit)
 			continue
 		}
-		p.await()
+		p.await(ctx)
+	}
+}
+
+// startFor starts a worker of the memory limit, reserved, for a Get of ctx. If ctx ends
+// before the worker is ready, it returns an error that wraps ctx.Err(), and the worker goes
+// to the pool once ready.
+func (p *Pool) startFor(ctx context.Context, limit int64) (*Worker, error) {
+	w, err := p.spawn(limit)
+	if err != nil {
+		p.ready(limit, nil, err)
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := w.handshake(p.opts.StartTimeout)
+		p.ready(limit, w, err)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, err
+		}
+		return w, nil
+	case <-ctx.Done():
+		go func() {
+			if <-done == nil {
+				p.Put(w)
+			}
+		}()
+		return nil, fmt.Errorf("starting an %s: %w", p.opts.Name, ctx.Err())
 	}
 }
 
@@ -295,7 +330,7 @@ func (p *Pool) ready(limit int64, w *Worker, err error) {
 		p.demand.cost = time.Since(w.born)
 	}
 	// Gets that waited while it started have no timer (see await): they look again.
-	p.cond.Broadcast()
+	p.broadcast()
 	p.mu.Unlock()
 }
 
@@ -321,12 +356,18 @@ func (p *Pool) Put(w *Worker) {
 	p.mu.Lock()
 	if w.dead || p.closed {
 		p.retire(w.limit)
-		p.cond.Broadcast()
+		p.broadcast()
 		p.mu.Unlock()
 		w.stop()
 		return
 	}
 	p.idle[w.limit] = append(p.idle[w.limit], w)
-	p.cond.Signal()
+	p.broadcast()
 	p.mu.Unlock()
+}
+
+// broadcast wakes the Gets that wait for a change of the pool. p.mu is held.
+func (p *Pool) broadcast() {
+	close(p.changed)
+	p.changed = make(chan struct{})
 }

@@ -132,7 +132,7 @@ func echo(in *FrameReader, out *bufio.Writer) error {
 				allocate(1 << 20)
 			}
 			want := uint64(peakRSS(os.Getpid()))
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
 				if peakWord == nil || atomic.LoadUint64(peakWord) >= want {
 					break
 				}
@@ -204,7 +204,7 @@ func (c *call) Answer(kind byte, body []byte) (bool, error) {
 // getWorker gets a worker of 128 MiB from p.
 func getWorker(t *testing.T, p *Pool) *Worker {
 	t.Helper()
-	w, err := p.Get(128<<20, "", false)
+	w, err := p.Get(context.Background(), 128<<20, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestPoolProcs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	for size, want := range map[int]string{1: "2", 2: "2", 3: "1", 4: "1"} {
 		p := NewPool(&PoolOptions{Size: size, Protocol: testProtocol})
-		w, err := p.Get(128<<20, "", false)
+		w, err := p.Get(context.Background(), 128<<20, "", false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,15 +323,12 @@ func TestPoolMark(t *testing.T) {
 	}
 	p.Put(w)
 
+	// Were a mark an answer, the worker would answer after its marks.
 	w = getWorker(t, p)
 	defer p.Put(w)
-	start := time.Now()
 	err := w.Call(context.Background(), &call{kind: 'j', body: "40,50"}, CallOptions{First: 400 * time.Millisecond})
 	if !errors.As(err, &f) || f.Reason != Timeout {
 		t.Fatalf("a worker that marks for 2s and answers: got %v, want a time out", err)
-	}
-	if d := time.Since(start); d > 1500*time.Millisecond {
-		t.Errorf("the worker that marks was killed %v after the call began, want about 400ms", d)
 	}
 }
 
@@ -343,10 +340,9 @@ func TestPoolAside(t *testing.T) {
 	defer p.Close()
 	for _, aside := range []byte{'x', 0} {
 		w := getWorker(t, p)
-		start := time.Now()
-		c := &call{kind: 'x', body: "20,100"} // 2 s of frames, four times the time allowed
+		// 20 frames 100 ms apart: 2 s of frames, four times the time allowed.
+		c := &call{kind: 'x', body: "20,100"}
 		err := w.Call(context.Background(), c, CallOptions{First: 500 * time.Millisecond, Aside: aside})
-		d := time.Since(start)
 		p.Put(w)
 		var f *Failure
 		if !errors.As(err, &f) || f.Reason != Timeout {
@@ -355,13 +351,13 @@ func TestPoolAside(t *testing.T) {
 		if c.aside == 0 {
 			t.Errorf("Aside %q: the exchange got no frame aside", aside)
 		}
-		// Killed between 500 and 625 ms after the call began, long before the frames end; or,
-		// where every frame counts as an answer, half a second after the last.
-		if aside != 0 && d > 1500*time.Millisecond {
-			t.Errorf("Aside %q: the worker was killed %v after the call began, want about 500ms", aside, d)
+		// Killed before the frames end; or, where every frame counts as an answer, after
+		// the last.
+		if aside != 0 && c.aside >= 20 {
+			t.Errorf("Aside %q: the worker sent all its %d frames before it was killed, want it killed before", aside, c.aside)
 		}
-		if aside == 0 && d < 2*time.Second {
-			t.Errorf("Aside 0: the worker was killed %v after the call began, want after its last frame", d)
+		if aside == 0 && c.aside != 20 {
+			t.Errorf("Aside 0: the worker was killed after %d frames, want after its last, the 20th", c.aside)
 		}
 	}
 }
@@ -371,7 +367,7 @@ func TestPool(t *testing.T) {
 	defer p.Close()
 	const limit = 128 << 20
 	opts := CallOptions{First: 10 * time.Second}
-	w, err := p.Get(limit, "", false)
+	w, err := p.Get(context.Background(), limit, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +379,7 @@ func TestPool(t *testing.T) {
 	p.Put(w)
 
 	// The worker that holds the key comes back; a fresh one is another.
-	if w2, err := p.Get(limit, "k", false); err != nil || w2 != w {
+	if w2, err := p.Get(context.Background(), limit, "k", false); err != nil || w2 != w {
 		t.Fatalf("Get of the key: got %p, %v, want the same worker %p", w2, err, w)
 	} else {
 		p.Put(w2)
@@ -394,11 +390,13 @@ func TestPool(t *testing.T) {
 		opts   CallOptions
 		reason Reason
 	}{
-		{'b', opts, Memory},
+		// A memory bomb has all the time it could take on a loaded machine, and a time
+		// limit no memory to fill: each dies of its own limit.
+		{'b', CallOptions{First: 5 * time.Minute}, Memory},
 		{'s', CallOptions{First: 200 * time.Millisecond}, Timeout},
 		{'p', opts, Crashed},
 	} {
-		w, err := p.Get(limit, "", false)
+		w, err := p.Get(context.Background(), limit, "", false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -414,7 +412,7 @@ func TestPool(t *testing.T) {
 	}
 
 	// A context that ends kills the worker.
-	w, err = p.Get(limit, "", false)
+	w, err = p.Get(context.Background(), limit, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,23 +429,78 @@ func TestPool(t *testing.T) {
 	}
 }
 
+// TestPoolGetContext checks that a Get that waits for a busy worker returns the error of its
+// context once the context ends, and leaves the busy worker be.
+func TestPoolGetContext(t *testing.T) {
+	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol, Name: "echo worker"})
+	defer p.Close()
+	const limit = 128 << 20
+	busy := getWorker(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := p.Get(ctx, limit, "", false)
+	if !errors.Is(err, context.DeadlineExceeded) || err.Error() != "waiting for an echo worker: context deadline exceeded" {
+		t.Errorf("a Get whose context ends while it waits: got %v, want the context's deadline", err)
+	}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := p.Get(canceled, limit, "", false); !errors.Is(err, context.Canceled) {
+		t.Errorf("a Get of a context canceled: got %v, want context.Canceled", err)
+	}
+	c := &call{kind: 'e', body: "still here"}
+	if err := busy.Call(context.Background(), c, CallOptions{First: time.Minute}); err != nil || c.got != c.body {
+		t.Errorf("the busy worker after the Gets that gave up: got %q, %v, want it to answer", c.got, err)
+	}
+	p.Put(busy)
+	if s := p.Stats(); s.Started != 1 || s.Alive != 1 || s.Idle != 1 {
+		t.Errorf("stats %+v, want the one worker started, alive and idle", s)
+	}
+	// The Get of a context that has not ended takes the worker put back.
+	if w, err := p.Get(context.Background(), limit, "", false); err != nil || w != busy {
+		t.Errorf("a Get after the worker was put back: got %p, %v, want %p", w, err, busy)
+	} else {
+		p.Put(w)
+	}
+}
+
+// TestPoolStartContext checks that a Get whose context ends while its worker starts returns
+// the context's error, and that the worker, once ready, goes to the pool.
+func TestPoolStartContext(t *testing.T) {
+	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol, Name: "echo worker"})
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p.mu.Lock()
+	p.reserve(128 << 20)
+	p.mu.Unlock()
+	if _, err := p.startFor(ctx, 128<<20); !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "starting an echo worker: ") {
+		t.Fatalf("a start whose context ended: got %v, want context.Canceled", err)
+	}
+	w := getWorker(t, p) // the worker started for the Get that gave up, once ready
+	defer p.Put(w)
+	if s := p.Stats(); s.Started != 1 {
+		t.Errorf("stats %+v, want the one worker started", s)
+	}
+}
+
 // TestPoolStart checks the errors of workers that do not start: one that exits before it is
 // ready, one of another protocol, and a limit too small.
 func TestPoolStart(t *testing.T) {
 	t.Setenv("SANDBOX_TEST_NOSTART", "1")
 	p := NewPool(&PoolOptions{Protocol: testProtocol, Name: "echo worker"})
 	defer p.Close()
-	_, err := p.Get(128<<20, "", false)
+	_, err := p.Get(context.Background(), 128<<20, "", false)
 	if want := "starting an echo worker: exit status 3: cannot start"; err == nil || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
 	os.Unsetenv("SANDBOX_TEST_NOSTART")
 	other := NewPool(&PoolOptions{Protocol: "other/1", Name: "echo worker"})
 	defer other.Close()
-	if _, err := other.Get(128<<20, "", false); err == nil || !strings.Contains(err.Error(), `got protocol "sandbox-test/1", want "other/1"`) {
+	if _, err := other.Get(context.Background(), 128<<20, "", false); err == nil || !strings.Contains(err.Error(), `got protocol "sandbox-test/1", want "other/1"`) {
 		t.Errorf("another protocol: got %v", err)
 	}
-	if _, err := p.Get(16<<20, "", false); err == nil || !strings.Contains(err.Error(), "the memory limit 16Mi is below the 48Mi") {
+	var small *SmallMemoryError
+	if _, err := p.Get(context.Background(), 16<<20, "", false); !errors.As(err, &small) || small.Limit != 16<<20 || !strings.Contains(err.Error(), "the memory limit 16Mi is below the 48Mi") {
 		t.Errorf("small limit: got %v", err)
 	}
 
@@ -457,7 +510,7 @@ func TestPoolStart(t *testing.T) {
 	slow := NewPool(&PoolOptions{Protocol: testProtocol, Name: "echo worker", StartTimeout: 300 * time.Millisecond})
 	defer slow.Close()
 	start := time.Now()
-	_, err = slow.Get(128<<20, "", false)
+	_, err = slow.Get(context.Background(), 128<<20, "", false)
 	if want := "starting an echo worker: it did not say it was ready within 300ms"; err == nil || err.Error() != want {
 		t.Errorf("a worker that hangs at its start: got %v, want %q", err, want)
 	}

@@ -36,8 +36,9 @@ func TestPoolRoom(t *testing.T) {
 	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol, Name: "echo worker"})
 	defer p.Close()
 	const limit = 128 << 20
-	opts := CallOptions{First: 20 * time.Second}
-	w, err := p.Get(limit, "", false)
+	// Each call fills the memory: it has all the time it could take on a loaded machine.
+	opts := CallOptions{First: 5 * time.Minute}
+	w, err := p.Get(context.Background(), limit, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,9 +48,13 @@ const (
 // needs room beyond it.
 const MinMemory = 48 << 20
 
-// ErrSmallMemory is the error of a memory limit below MinMemory.
-func ErrSmallMemory(limit int64) error {
-	return fmt.Errorf("the memory limit %s is below the %s a process needs to run scripts", bound.FormatSize(limit), bound.FormatSize(MinMemory))
+// A SmallMemoryError is a memory limit below [MinMemory].
+type SmallMemoryError struct {
+	Limit int64
+}
+
+func (e *SmallMemoryError) Error() string {
+	return fmt.Sprintf("the memory limit %s is below the %s a process needs to run scripts", bound.FormatSize(e.Limit), bound.FormatSize(MinMemory))
 }
 
 // IsWorker reports whether the process was started by a [Pool] as a worker.
@@ -82,14 +86,13 @@ func Enter() error {
 		return fmt.Errorf("%s: got %q, want a positive number of bytes", envMemory, os.Getenv(envMemory))
 	}
 	if limit < MinMemory {
-		return fmt.Errorf("limiting memory: %v", ErrSmallMemory(limit))
+		return fmt.Errorf("limiting memory: %w", &SmallMemoryError{limit})
 	}
 	if f := os.NewFile(crashFD, "crash report"); f != nil {
 		debug.SetCrashOutput(f, debug.CrashOptions{}) // the runtime keeps a copy of the descriptor
 		f.Close()
 	}
 	procs := 2
-	extra := int64(0)
 	if role == "worker" {
 		// A worker does one thing at a time, and its collector the rest: where the pool has a
 		// worker per processor, a second P would only have the collector contend with the
@@ -97,50 +100,25 @@ func Enter() error {
 		if n, err := strconv.Atoi(os.Getenv(envProcs)); err == nil && n >= 1 {
 			procs = min(procs, n)
 		}
-		extra = min(limit/8, maxBallast)
 	}
 	runtime.GOMAXPROCS(min(runtime.GOMAXPROCS(0), procs))
-	if err := setRlimits(limit*RaceMemoryFactor + extra); err != nil {
-		return fmt.Errorf("limiting memory: %v", err)
+	if err := setRlimits(limit * RaceMemoryFactor); err != nil {
+		return fmt.Errorf("limiting memory: %w", err)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// The collector works harder as the heap nears the limit, so that garbage alone does not
 		// reach the hard limit that kills the process.
-		debug.SetMemoryLimit(limit*RaceMemoryFactor + extra)
+		debug.SetMemoryLimit(limit * RaceMemoryFactor)
 	}
 	if role == "worker" {
-		joinMemoryCgroup(limit) // best effort
-		// The ballast and the heap's huge pages come with the collector off, and its one
-		// collection at the end of HugeHeap: so far above the heap's goal, each allocation
-		// would begin a collection at once and help mark the heap first.
-		gcPercent := debug.SetGCPercent(-1)
-		ballast = make([]byte, extra)
+		joinMemoryCgroup(limit)                            // best effort
 		residency.HugeHeap(int(min(limit/8, maxHugeHeap))) // best effort
-		debug.SetGCPercent(gcPercent)
 	}
 	enterProgress()
 	return nil
 }
 
-// maxBallast bounds the size of a worker's ballast.
-const maxBallast = 6 << 20
-
 // maxHugeHeap bounds the part of a worker's heap that grows in huge pages (see
 // [residency.HugeHeap]): what a worker that applies, parses and prints batches of pods
-// uses. At 1,000 pods it halves the page faults of a worker's life, and takes a fifth of its
-// CPU time off. Its resident memory grows by about 2 MiB.
+// uses. Its resident memory grows by about 2 MiB.
 const maxHugeHeap = 16 << 20
-
-// ballast is a worker's ballast: an allocation never touched, which takes address space but no
-// memory. A worker's live heap is two or three megabytes (what the program's packages set up,
-// and the work at hand), so without it the collector would run every time that much garbage
-// piles up; with it the collector aims at a heap larger by twice its size and runs less
-// often. Each megabyte of ballast lets garbage, and resident memory with it, grow by about a
-// megabyte: at 6 MiB, a worker that parses, applies and prints batches of documents stays
-// under 28 MiB resident (27 at 4 MiB, 31 at 8 MiB; its heap's huge pages, see
-// maxHugeHeap, came later and add about 2 MiB), and spends about a tenth less CPU time
-// than at 2 MiB, in an apply of 10,000 pods and in a dry run of 1,000 replicas alike. What
-// keeps it this low is that a worker gives back the pages of the executable its start
-// touched (see internal/residency). The rlimits allow for its address space, so that a
-// script may use as much as without it.
-var ballast []byte

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,7 +20,7 @@ import (
 
 // A Worker is one worker process, ready.
 type Worker struct {
-	pool    *Pool     // the pool that started or took it (see adopt)
+	pool    *Pool     // the pool that started it
 	born    time.Time // when its process started
 	limit   int64
 	child   *child
@@ -30,11 +29,6 @@ type Worker struct {
 	out     *FrameReader
 	outFile *os.File
 	dead    bool
-
-	end struct {
-		sync.Mutex      // orders the end of the process and its adoption by another pool
-		gone       bool // set when the process has exited
-	}
 
 	progress *os.File // the worker's page, or nil (see Progress)
 
@@ -65,17 +59,8 @@ func (p *Pool) start(limit int64) (*Worker, error) {
 	return w, nil
 }
 
-// spawn starts a worker process with the memory limit, without waiting for it to be ready, or
-// takes the early worker if it serves p with the limit (see StartEarly).
+// spawn starts a worker process with the memory limit, without waiting for it to be ready.
 func (p *Pool) spawn(limit int64) (*Worker, error) {
-	if w := p.takeEarly(limit); w != nil {
-		return w, nil
-	}
-	return p.startProcess(limit)
-}
-
-// startProcess starts a worker process with the memory limit.
-func (p *Pool) startProcess(limit int64) (*Worker, error) {
 	if IsWorker() {
 		// A worker that starts workers would start them without end.
 		return nil, fmt.Errorf("starting an %s: this process was started as one, and must serve as one first thing in main", p.opts.Name)
@@ -84,7 +69,7 @@ func (p *Pool) startProcess(limit int64) (*Worker, error) {
 	if path == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			return nil, fmt.Errorf("starting an %s: %v", p.opts.Name, err)
+			return nil, fmt.Errorf("starting an %s: %w", p.opts.Name, err)
 		}
 		path = exe
 	}
@@ -109,7 +94,7 @@ func (p *Pool) startProcess(limit int64) (*Worker, error) {
 	if err != nil {
 		inW.Close()
 		outR.Close()
-		return nil, fmt.Errorf("starting an %s: %v", p.opts.Name, err)
+		return nil, fmt.Errorf("starting an %s: %w", p.opts.Name, err)
 	}
 	w.progress = w.child.page
 	p.started.Add(1)
@@ -121,30 +106,11 @@ func (p *Pool) startProcess(limit int64) (*Worker, error) {
 
 // exited notes the end of the worker's process in its pool.
 func (w *Worker) exited(x *exit) {
-	w.end.Lock()
-	defer w.end.Unlock()
-	w.end.gone = true
 	p := w.pool
 	p.notePeak(x.peak())
 	p.mu.Lock()
 	delete(p.procs, w)
 	p.mu.Unlock()
-}
-
-// adopt makes the worker p's, and reports whether its process is still alive: a worker that
-// has exited stays its first pool's.
-func (w *Worker) adopt(p *Pool) bool {
-	w.end.Lock()
-	defer w.end.Unlock()
-	if w.end.gone {
-		return false
-	}
-	w.pool = p
-	p.mu.Lock()
-	p.procs[w] = true
-	p.mu.Unlock()
-	p.started.Add(1)
-	return true
 }
 
 // handshake exchanges hellos with a new worker, which says it is ready once it has limited
@@ -320,7 +286,7 @@ func (w *Worker) Call(ctx context.Context, x Exchange, opts CallOptions) error {
 	case w.child.exit.memory():
 		f.Reason = Memory
 	case broke != nil:
-		f.Reason, f.Err = Crashed, fmt.Errorf("%s failed: %v", w.pool.opts.Name, broke)
+		f.Reason, f.Err = Crashed, fmt.Errorf("%s failed: %w", w.pool.opts.Name, broke)
 	default:
 		f.Reason, f.Err = Crashed, fmt.Errorf("%s failed: %s", w.pool.opts.Name, w.child.exit.why())
 	}
