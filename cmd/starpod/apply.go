@@ -166,8 +166,9 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	if inWorkers && os.Getenv("GOGC") == "" {
 		// With overlays in workers, this process reads, decodes, encodes and writes: its
 		// live heap is a few MiB, but at Go's usual pace its peak grows to twice that and
-		// its resident memory past 32 MiB. Collecting at half the heap's growth keeps it
-		// under, for little: the workers are the larger part of the work.
+		// its resident memory past 32 MiB (32-33 MiB at 10,000 pods). Collecting at half
+		// the heap's growth keeps it at 29-31 MiB, for a quarter more wall time (1.24 s
+		// to 1.57 s, three runs each).
 		debug.SetGCPercent(applyGCPercent)
 	}
 	p := pipeline.New(pipeline.Options{
