@@ -21,8 +21,6 @@ import (
 	"github.com/starpod/starpod/internal/stream"
 )
 
-func init() { commands = append(commands, newApplyCmd) }
-
 type applyFlags struct {
 	overlayFlags
 	files    []string

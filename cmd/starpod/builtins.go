@@ -13,8 +13,6 @@ import (
 	"github.com/starpod/starpod/internal/spell"
 )
 
-func init() { commands = append(commands, newBuiltinsCmd) }
-
 func newBuiltinsCmd(a *app) *cobra.Command {
 	var short bool
 	cmd := &cobra.Command{

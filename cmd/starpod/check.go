@@ -18,8 +18,6 @@ import (
 	"github.com/starpod/starpod/startest"
 )
 
-func init() { commands = append(commands, newCheckCmd) }
-
 func newCheckCmd(a *app) *cobra.Command {
 	f := &overlayFlags{}
 	cmd := &cobra.Command{

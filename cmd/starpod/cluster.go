@@ -27,10 +27,6 @@ import (
 	"github.com/starpod/starpod/scheduler"
 )
 
-func init() {
-	commands = append(commands, newStatusCmd, newDescribeCmd, newLogsCmd, newListCmd, newCancelCmd, newDeleteCmd)
-}
-
 // clusterFlags are the flags of every command that talks to a cluster.
 type clusterFlags struct {
 	kubeconfig string

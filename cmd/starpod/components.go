@@ -19,8 +19,6 @@ import (
 	"github.com/starpod/starpod/scheduler"
 )
 
-func init() { commands = append(commands, newComponentsCmd) }
-
 func newComponentsCmd(a *app) *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{

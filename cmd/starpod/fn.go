@@ -38,8 +38,6 @@ import (
 	"github.com/starpod/starpod/internal/workload"
 )
 
-func init() { commands = append(commands, newFnCmd) }
-
 type fnFlags struct {
 	overlayFlags
 	podTmpl []string // --pod-template

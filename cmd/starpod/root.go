@@ -30,9 +30,13 @@ type app struct {
 	stderr io.Writer
 }
 
-// commands holds the constructors of the subcommands; each file that defines a command adds
-// its constructor from an init function, so commands live in files of their own.
-var commands []func(*app) *cobra.Command
+// commands holds the constructors of the subcommands, each defined in a file of its own.
+var commands = []func(*app) *cobra.Command{
+	newApplyCmd, newCheckCmd, newTestCmd, newFnCmd, newBuiltinsCmd,
+	newRunCmd, newRunoptsCmd, newComponentsCmd,
+	newStatusCmd, newDescribeCmd, newLogsCmd, newListCmd, newCancelCmd, newDeleteCmd,
+	newWebhookCmd, newVersionCmd, newWorkerCmd,
+}
 
 // usageError marks an error as bad usage (exit 2).
 type usageError struct{ err error }

@@ -17,8 +17,6 @@ import (
 	"github.com/starpod/starpod/scheduler"
 )
 
-func init() { commands = append(commands, newRunCmd) }
-
 type runFlags struct {
 	overlayFlags
 	scheduler  string

@@ -14,8 +14,6 @@ import (
 	"github.com/starpod/starpod/scheduler"
 )
 
-func init() { commands = append(commands, newRunoptsCmd) }
-
 func newRunoptsCmd(a *app) *cobra.Command {
 	var cfg []string
 	cmd := &cobra.Command{

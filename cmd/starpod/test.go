@@ -25,8 +25,6 @@ import (
 	"github.com/starpod/starpod/startest"
 )
 
-func init() { commands = append(commands, newTestCmd) }
-
 // exitLimitRefused is the exit code of a test process that could not limit its memory.
 const exitLimitRefused = 3
 

@@ -7,8 +7,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newVersionCmd) }
-
 // version is set at link time with -ldflags "-X main.version=v1.2.3"; otherwise the module
 // version from the build info is used.
 var version = ""

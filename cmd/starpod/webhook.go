@@ -19,8 +19,6 @@ import (
 	"github.com/starpod/starpod/webhook"
 )
 
-func init() { commands = append(commands, newWebhookCmd) }
-
 // webhookFlags are the flags of "starpod webhook".
 type webhookFlags struct {
 	config, listen, certFile, keyFile string

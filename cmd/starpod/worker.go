@@ -12,8 +12,6 @@ import (
 	"github.com/starpod/starpod/engine"
 )
 
-func init() { commands = append(commands, newWorkerCmd) }
-
 func newWorkerCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:    "worker",
