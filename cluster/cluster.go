@@ -69,6 +69,10 @@ type Client struct {
 	stream *clients // watches and log streams, without a timeout
 }
 
+// ErrNoConfig is the error of Connect when no kubeconfig is given or found and the process
+// does not run in a pod.
+var ErrNoConfig = errors.New("no cluster configured: no kubeconfig given, none in $KUBECONFIG or ~/.kube/config, and not running in a pod")
+
 // Connect loads the cluster configuration that opts select and returns a client for it. It
 // does not contact the API server: a cluster that cannot be reached is reported by the first
 // operation, as an *Error.
@@ -77,7 +81,7 @@ func Connect(opts Options) (*Client, error) {
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		if clientcmd.IsEmptyConfig(err) {
-			return nil, errors.New("no cluster configured: no kubeconfig in --kubeconfig, $KUBECONFIG or ~/.kube/config, and not running in a pod")
+			return nil, ErrNoConfig
 		}
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}

@@ -81,7 +81,7 @@ func TestConnectErrors(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{Options{}, "no cluster configured: no kubeconfig in --kubeconfig, $KUBECONFIG or ~/.kube/config, and not running in a pod"},
+		{Options{}, ErrNoConfig.Error()},
 		{Options{Kubeconfig: filepath.Join(t.TempDir(), "missing")}, "kubeconfig: stat "},
 		{Options{Kubeconfig: file, Context: "nope"}, `kubeconfig: context "nope" does not exist`},
 	} {

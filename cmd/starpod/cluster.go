@@ -59,7 +59,7 @@ func (f *clusterFlags) connect() (*cluster.Client, error) {
 		}
 		ns = f.namespace
 	}
-	return cluster.Connect(cluster.Options{Kubeconfig: f.kubeconfig, Context: f.context, Namespace: ns})
+	return connect(cluster.Options{Kubeconfig: f.kubeconfig, Context: f.context, Namespace: ns})
 }
 
 // checkNamespace checks the value of -n; a bad one is bad usage.
@@ -479,4 +479,13 @@ annotation, which "starpod describe" reads) is refused, unless --force.`,
 	f.register(cmd.Flags())
 	cmd.Flags().BoolVar(&force, "force", false, "delete a Volcano Job that starpod did not make too")
 	return cmd
+}
+
+// connect is cluster.Connect, whose error names the flag that gives a kubeconfig.
+func connect(opts cluster.Options) (*cluster.Client, error) {
+	c, err := cluster.Connect(opts)
+	if errors.Is(err, cluster.ErrNoConfig) {
+		return nil, errors.New("no cluster configured: no kubeconfig in --kubeconfig, $KUBECONFIG or ~/.kube/config, and not running in a pod")
+	}
+	return c, err
 }

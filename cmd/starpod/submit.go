@@ -26,7 +26,7 @@ type submitOptions struct {
 // ends, showing each change of state on standard error (standard output has only the
 // handle, for H=$(starpod run --wait ...)), and fails (exit 1) unless the app succeeded.
 func submitJob(ctx context.Context, a *app, job *vcbatch.Job, opts submitOptions) error {
-	c, err := cluster.Connect(cluster.Options{Kubeconfig: opts.Kubeconfig, Context: opts.Context})
+	c, err := connect(cluster.Options{Kubeconfig: opts.Kubeconfig, Context: opts.Context})
 	if err != nil {
 		return err
 	}
