@@ -44,6 +44,10 @@ type Options struct {
 	Diff    bool // the diff of each changed document instead of the documents
 	Color   bool // diffs coloured, for a terminal
 	Explain bool // the changes of each pod and template instead of the documents
+
+	// Lasting, if set, is called once, as the output of a second batch is written: the run
+	// is long enough for the caller to give back what only its start needed.
+	Lasting func()
 }
 
 // A Pipeline applies a chain to the documents of several streams: one goroutine reads them
@@ -104,9 +108,13 @@ func (p *Pipeline) Run(ctx context.Context, files []string, w io.Writer) error {
 		dw.format = "text"
 	}
 	var failed error
+	batches := 0
 	for b := range order {
 		if failed != nil {
 			continue // drain, so that the reader ends
+		}
+		if batches++; batches == 2 && p.opts.Lasting != nil {
+			p.opts.Lasting()
 		}
 		<-b.done
 		for _, data := range b.out {

@@ -2,8 +2,11 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/starpod/starpod/engine"
 )
 
 // TestDocWriterKeepsNothing checks that a docWriter keeps none of the memory it is given: the
@@ -38,6 +41,29 @@ func TestHeadComment(t *testing.T) {
 	} {
 		if got := string(headComment([]byte(test.raw))); got != test.want {
 			t.Errorf("headComment(%q) = %q, want %q", test.raw, got, test.want)
+		}
+	}
+}
+
+// TestLasting checks that Options.Lasting is called once in a run of more than two batches,
+// and not in a run of one.
+func TestLasting(t *testing.T) {
+	ctx := context.Background()
+	overlay, err := engine.Compile(ctx, "o.star", []byte("def overlay(pod):\n    pod[\"metadata\"][\"labels\"] = {\"a\": \"b\"}\n    return pod\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: i\n"
+	for _, test := range []struct{ pods, want int }{{1, 0}, {3 * batchSize, 1}} {
+		calls := 0
+		p := New(Options{Chain: engine.Chain{overlay}, Stdin: strings.NewReader(strings.Repeat(pod+"---\n", test.pods)),
+			Lasting: func() { calls++ }})
+		var out bytes.Buffer
+		if err := p.Run(ctx, []string{"-"}, &out); err != nil {
+			t.Fatal(err)
+		}
+		if calls != test.want || p.Pods() != int64(test.pods) || strings.Count(out.String(), "a: b") != test.pods {
+			t.Errorf("%d pods: Lasting called %d times, %d pods applied; want %d calls, %d pods", test.pods, calls, p.Pods(), test.want, test.pods)
 		}
 	}
 }
