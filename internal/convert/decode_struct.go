@@ -11,6 +11,7 @@ import (
 	"go.starlark.net/starlark"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/starpod/starpod/internal/jsontag"
 	"github.com/starpod/starpod/internal/spell"
 )
 
@@ -34,7 +35,7 @@ func (sd *structDecoder) init() {
 	sd.decs = make([]decoderFunc, len(sd.fields.list))
 	for i := range sd.fields.list {
 		f := &sd.fields.list[i]
-		if f.Quoted && !hasJSONMethods(f.Type) {
+		if f.Quoted && !jsontag.HasJSONMethods(f.Type) {
 			sd.decs[i] = quotedDecoder
 		} else {
 			sd.decs[i] = typeDecoder(f.Type)

@@ -285,27 +285,11 @@ func (se *structEncoder) init() {
 	se.encs = make([]encoderFunc, len(se.fields.list))
 	for i := range se.fields.list {
 		f := &se.fields.list[i]
-		if f.Quoted && !hasJSONMethods(f.Type) {
+		if f.Quoted && !jsontag.HasJSONMethods(f.Type) {
 			se.encs[i] = quotedEncoder
 		} else {
 			se.encs[i] = typeEncoder(f.Type)
 		}
-	}
-}
-
-// hasJSONMethods reports whether t, or what it points to, has its own JSON or text form,
-// which the ",string" option does not change.
-func hasJSONMethods(t reflect.Type) bool {
-	for {
-		p := reflect.PointerTo(t)
-		if p.Implements(marshalerType) || p.Implements(textMarshalerType) ||
-			p.Implements(unmarshalerType) || p.Implements(textUnmarshalerType) {
-			return true
-		}
-		if t.Kind() != reflect.Pointer {
-			return false
-		}
-		t = t.Elem()
 	}
 }
 

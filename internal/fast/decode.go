@@ -256,7 +256,7 @@ func newFastStruct(t reflect.Type, making map[reflect.Type]*fastType) (fastDecod
 	}
 	for i := range fs.fields.list {
 		f := &fs.fields.list[i]
-		if f.Quoted && !hasJSONMethods(f.Type) {
+		if f.Quoted && !jsontag.HasJSONMethods(f.Type) {
 			fs.types[i] = &fastType{dec: fastDecline, yaml: yamlDecline}
 		} else {
 			fs.types[i] = makeFastType(f.Type, making)

@@ -18,9 +18,7 @@ import (
 )
 
 var (
-	marshalerType       = reflect.TypeFor[json.Marshaler]()
 	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
-	textMarshalerType   = reflect.TypeFor[encoding.TextMarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 	quantityType        = reflect.TypeFor[resource.Quantity]()
 	stringMapType       = reflect.TypeFor[map[string]string]()
@@ -35,22 +33,6 @@ type structFields struct {
 // made once per type and cached.
 func cachedFields(t reflect.Type) *structFields {
 	return &structFields{list: jsontag.Fields(t)}
-}
-
-// hasJSONMethods reports whether t or a pointer to it has JSON or text methods of its own,
-// as convert's decoders tell them.
-func hasJSONMethods(t reflect.Type) bool {
-	for {
-		p := reflect.PointerTo(t)
-		if p.Implements(marshalerType) || p.Implements(textMarshalerType) ||
-			p.Implements(unmarshalerType) || p.Implements(textUnmarshalerType) {
-			return true
-		}
-		if t.Kind() != reflect.Pointer {
-			return false
-		}
-		t = t.Elem()
-	}
 }
 
 // quantityText returns the text of a quantity whose JSON text is text, as convert's decoder

@@ -6,11 +6,37 @@ package jsontag
 
 import (
 	"cmp"
+	"encoding"
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+)
+
+// HasJSONMethods reports whether t, or what it points to, has a JSON or text form of its
+// own (json.Marshaler, json.Unmarshaler, encoding.TextMarshaler, encoding.TextUnmarshaler),
+// which the ",string" option of a tag does not change.
+func HasJSONMethods(t reflect.Type) bool {
+	for {
+		p := reflect.PointerTo(t)
+		if p.Implements(marshalerType) || p.Implements(textMarshalerType) ||
+			p.Implements(unmarshalerType) || p.Implements(textUnmarshalerType) {
+			return true
+		}
+		if t.Kind() != reflect.Pointer {
+			return false
+		}
+		t = t.Elem()
+	}
+}
+
+var (
+	marshalerType       = reflect.TypeFor[json.Marshaler]()
+	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
+	textMarshalerType   = reflect.TypeFor[encoding.TextMarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
 // HasOption reports whether opts, the options of a json tag after its name, hold opt.
