@@ -26,8 +26,10 @@ type Change struct {
 	Pos     syntax.Position // the statement or helper call that last wrote it; invalid if unknown
 }
 
+// String gives the change as one line: the position that wrote it (the overlay's name when
+// unknown), the field path, and the old and new values as compact JSON, "(none)" if absent.
 func (c Change) String() string {
-	pos := "?"
+	pos := c.Overlay
 	if c.Pos.IsValid() {
 		pos = c.Pos.String()
 	}

@@ -5,7 +5,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -48,25 +47,9 @@ func explanation(doc *stream.Document, label string, changes []engine.Change) []
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s document %d: %s\n", doc.File, doc.Index+1, label)
 	for _, c := range changes {
-		pos := c.Overlay
-		if c.Pos.IsValid() {
-			pos = c.Pos.String()
-		}
-		fmt.Fprintf(&b, "  %s: %s: %s -> %s\n", pos, c.Path, explainValue(c.Old), explainValue(c.New))
+		fmt.Fprintf(&b, "  %s\n", c)
 	}
 	return []byte(b.String())
-}
-
-// explainValue writes a value of a change as compact JSON, and an absent one as (none).
-func explainValue(v any) string {
-	if v == nil {
-		return "(none)"
-	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(data)
 }
 
 // templateLabel names a pod template in explanations: `Deployment "web" spec.template`, or
