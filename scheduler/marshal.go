@@ -51,10 +51,9 @@ func Marshal(job *vcbatch.Job, format string) ([]byte, error) {
 }
 
 // Render builds the job of app as [Build] does and prints it as [Marshal] does. It is faster
-// than the two one after the other: each task is printed as soon as it is built, while the
-// overlays of other replicas run; with the overlays in worker processes, as YAML, the workers
-// build and print whole chunks of replicas, and a replica with an error is built again here.
-// Its output and its errors are those of Build and Marshal.
+// than the two one after the other: as YAML, each task is printed as soon as it is built,
+// while the overlays of other replicas run. Its output and its errors are those of Build and
+// Marshal.
 func Render(ctx context.Context, app *App, cfg Config, opts BuildOptions, format string) ([]byte, error) {
 	text, err := render(ctx, app, cfg, opts, format)
 	return text.join(), err
@@ -88,12 +87,6 @@ func render(ctx context.Context, app *App, cfg Config, opts BuildOptions, format
 	if len(texts) > 1 {
 		if text, ok, err := marshalTasksYAML(job, texts); ok || err != nil {
 			return text, err
-		}
-	}
-	if len(job.Spec.Tasks) < len(texts) {
-		// Workers built some tasks, and gave only their texts: build them here.
-		if job, err = Build(ctx, app, cfg, opts); err != nil {
-			return nil, err
 		}
 	}
 	text, err := Marshal(job, format)

@@ -35,21 +35,6 @@ func scalarText(s string, col int) (string, bool) {
 	return t, true
 }
 
-// appendScalarText appends to buf the text scalarText gives s, and whether it gives one,
-// without making a string of the text of a number.
-func appendScalarText(buf []byte, s string, col int) ([]byte, bool) {
-	if isPlain(s) {
-		return append(buf, s...), true
-	}
-	if quotesDigits(s) {
-		buf = append(buf, '"')
-		buf = append(buf, s...)
-		return append(buf, '"'), true
-	}
-	t, ok := scalarText(s, col)
-	return append(buf, t...), ok
-}
-
 // quotesDigits reports whether s is digits that the YAML library reads as an int or a float,
 // which it quotes with double quotes: all of them but numbers too large for a float.
 func quotesDigits(s string) bool {
