@@ -37,9 +37,10 @@ type Component struct {
 	Params      []Param // in the order of the signature, *args excluded
 	Varargs     *Param  // the *args parameter, if the function has one
 
-	dir string // the directory an app's relative overlay paths are resolved against
-	mod *engine.Module
-	fn  *starlark.Function
+	dir        string // the directory an app's relative overlay paths are resolved against
+	positional int    // the parameters before *args, which a call with *args passes by position
+	mod        *engine.Module
+	fn         *starlark.Function
 }
 
 // A Kind is the type of a parameter's values on the command line.
@@ -214,6 +215,7 @@ func describe(name string, mod *engine.Module, fnName string) (*Component, error
 	if fn.HasVarargs() {
 		n--
 	}
+	c.positional = n - fn.NumKwonlyParams()
 	for i := 0; i < n; i++ {
 		pname := paramName(fn, i)
 		p := Param{Name: pname, Default: fn.ParamDefault(i), Help: doc.args[pname].help}
@@ -304,16 +306,23 @@ func builtinList() []string {
 }
 
 // Call calls the component with the arguments args gives and returns what it returned.
-// It returns an *engine.Error.
+// It returns an *engine.Error, or a *UsageError.
+// A call that ends with usage_error(msg) returns a *UsageError.
 func (c *Component) Call(ctx context.Context, args *Args) (starlark.Value, error) {
-	return c.mod.Call(ctx, c.fn, args.varargs, args.kwargs)
+	v, err := c.mod.Call(ctx, c.fn, args.varargs, args.kwargs)
+	var ae *argError
+	if errors.As(err, &ae) {
+		return nil, &UsageError{Component: c.Name, Err: errors.New(ae.msg)}
+	}
+	return v, err
 }
 
 // App calls the component with args and decodes the result as an app spec, strictly, with
 // scheduler.ParseApp; the app's relative overlay paths are resolved against the component
 // file's directory. It returns an *engine.Error if the call fails, and a
 // *scheduler.SpecError (with the app decoded as far as it could be) if the result is not a
-// valid app.
+// valid app, and a *UsageError if the component called usage_error. Each role's env gets
+// TORCHX_JOB_ID, as TorchX's runner sets it.
 func (c *Component) App(ctx context.Context, args *Args) (*scheduler.App, error) {
 	v, err := c.Call(ctx, args)
 	if err != nil {
@@ -326,8 +335,31 @@ func (c *Component) App(ctx context.Context, args *Args) (*scheduler.App, error)
 	app, err := scheduler.ParseAppData(c.Name, data)
 	if app != nil {
 		app.Dir = c.dir
+		setJobID(app)
 	}
 	return app, err
+}
+
+// JobIDEnv is the variable that holds the job's handle in every role of a component's app,
+// as TorchX's runner sets it for torchx.tracker: JobIDValue, whose ${app_id} is the app id.
+const (
+	JobIDEnv   = "TORCHX_JOB_ID"
+	JobIDValue = "kubernetes://torchx/${app_id}"
+)
+
+// setJobID sets JobIDEnv in each role of app, as TorchX's runner does, replacing any value
+// the component gave.
+func setJobID(app *scheduler.App) {
+	for i := range app.Roles {
+		r := &app.Roles[i]
+		env := r.Env[:0:0]
+		for _, e := range r.Env {
+			if e.Name != JobIDEnv {
+				env = append(env, e)
+			}
+		}
+		r.Env = append(env, scheduler.EnvVar{Name: JobIDEnv, Value: JobIDValue})
+	}
 }
 
 // ErrNotApp is the cause of the error of a component whose result is not a dict.

@@ -5,7 +5,6 @@ package component
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -46,7 +45,7 @@ func predeclared(extra map[string]scheduler.Resource) starlark.StringDict {
 		if near := spell.Nearest(name, names); near != "" {
 			msg += fmt.Sprintf("; did you mean %q?", near)
 		}
-		return nil, errors.New(msg)
+		return nil, &argError{msg: msg}
 	})
 	d["macros"] = starlarkstruct.FromStringDict(starlark.String("macros"), starlark.StringDict{
 		"app_id":       starlark.String("${app_id}"),
@@ -55,6 +54,7 @@ func predeclared(extra map[string]scheduler.Resource) starlark.StringDict {
 		"rank0_env":    starlark.String("${rank0_env}"),
 	})
 	d["shlex"] = Shlex
+	d["usage_error"] = starlark.NewBuiltin("usage_error", usageErrorBuiltin)
 	d.Freeze()
 	return d
 }
@@ -129,3 +129,18 @@ func Quote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
 }
+
+// usageErrorBuiltin is usage_error(msg): it stops the component as a bad command line stops
+// it, with msg as the message and no traceback: starpod run exits 2.
+func usageErrorBuiltin(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var msg string
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &msg); err != nil {
+		return nil, err
+	}
+	return nil, &argError{msg: msg}
+}
+
+// An argError is the error of usage_error(msg).
+type argError struct{ msg string }
+
+func (e *argError) Error() string { return e.msg }

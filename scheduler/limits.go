@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/starpod/starpod/internal/bound"
 	"go.yaml.in/yaml/v3"
@@ -298,27 +297,18 @@ func (b *builder) largestField(r *Role) ([]string, int64) {
 }
 
 // expandedLen returns the length of s with the macros substituted, as m.expand(s) has,
-// without making it. s has been checked by checkMacros.
+// without making it.
 func expandedLen(m macroValues, s string) int64 {
 	n := int64(0)
-	for {
-		i := strings.Index(s, "${")
-		if i < 0 {
-			break
+	scanMacros(s, func(text, name string) bool {
+		if name != "" {
+			n += int64(len(m[name]))
+		} else {
+			n += int64(len(text))
 		}
-		if i > 0 && s[i-1] == '$' {
-			n += int64(i - 1 + 2)
-			s = s[i+2:]
-			continue
-		}
-		end := strings.IndexByte(s[i:], '}')
-		if end < 0 {
-			break
-		}
-		n += int64(i + len(m[s[i+2:i+end]]))
-		s = s[i+end+1:]
-	}
-	return n + int64(len(s))
+		return true
+	})
+	return n
 }
 
 // formatApprox formats a size in bytes rounded to KiB or MiB.

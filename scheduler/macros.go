@@ -3,10 +3,8 @@ package scheduler
 // This file defines macro substitution in args, env values and metadata values.
 
 import (
-	"fmt"
 	"strings"
 
-	"github.com/starpod/starpod/internal/spell"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -19,8 +17,9 @@ import (
 //	                 first role: on that pod NAME is STARPOD_RANK0_HOST (set to localhost), on the
 //	                 others it is VC_<ROLE>_0_HOSTS, which Volcano's svc plugin provides.
 //
-// $${ stands for a literal ${. Any other ${name} is an error; any other $ is kept, so
-// Kubernetes' own $(VAR) references work as usual.
+// Substitution is TorchX's (Python's string.Template.safe_substitute): $name works as ${name};
+// $$ stands for $; any other ${...} or $name, such as Hydra's ${oc.env:HOME}, and any other $
+// (Kubernetes' own $(VAR) references) are kept as they are.
 //
 // Unlike TorchX, whose ${rank0_env} is the bare variable name meant for a shell, this one is
 // a $(NAME) reference that the kubelet expands in command and args without a shell. It is an
@@ -35,80 +34,98 @@ const Rank0HostEnv = "STARPOD_RANK0_HOST"
 // macroValues holds the values of the macros for one replica.
 type macroValues map[string]string
 
-// expand substitutes the macros in s. s has been checked by checkMacros.
+// expand substitutes the macros in s.
 func (m macroValues) expand(s string) string {
-	if !strings.Contains(s, "${") {
+	if !strings.Contains(s, "$") {
 		return s
 	}
 	var b strings.Builder
-	for {
-		i := strings.Index(s, "${")
-		if i < 0 {
-			break
+	scanMacros(s, func(text, name string) bool {
+		if name != "" {
+			b.WriteString(m[name])
+		} else {
+			b.WriteString(text)
 		}
-		if i > 0 && s[i-1] == '$' {
-			b.WriteString(s[:i-1]) // $${ stands for ${
-			b.WriteString("${")
-			s = s[i+2:]
-			continue
-		}
-		b.WriteString(s[:i])
-		end := strings.IndexByte(s[i:], '}')
-		name := s[i+2 : i+end]
-		b.WriteString(m[name])
-		s = s[i+end+1:]
-	}
-	b.WriteString(s)
+		return true
+	})
 	return b.String()
 }
 
-// maxMacroErrors bounds the problems checkMacros reports of one string: each quotes the
-// string, which may be long.
-const maxMacroErrors = 3
-
-// checkMacros reports the unknown or unterminated macros in s, and ${rank0_env} outside args,
-// each unknown name once and at most maxMacroErrors problems.
-func checkMacros(s string, p *field.Path, inArgs bool) field.ErrorList {
-	var errs field.ErrorList
-	var seen map[string]bool // the unknown names reported
-	for rest := s; len(errs) < maxMacroErrors; {
-		i := strings.Index(rest, "${")
-		if i < 0 {
-			break
+// scanMacros splits s into literal text and macros, in order, as TorchX's substitution does,
+// and calls fn with each: fn(text, "") for text to keep as it is, fn("", name) for the macro
+// name. It stops when fn returns false.
+func scanMacros(s string, fn func(text, name string) bool) {
+	for s != "" {
+		i := strings.IndexByte(s, '$')
+		if i < 0 || i == len(s)-1 {
+			fn(s, "")
+			return
 		}
-		if i > 0 && rest[i-1] == '$' {
-			rest = rest[i+2:]
+		if i > 0 && !fn(s[:i], "") {
+			return
+		}
+		rest := s[i+1:]
+		switch {
+		case rest[0] == '$': // $$ stands for $
+			if !fn("$", "") {
+				return
+			}
+			s = rest[1:]
+			continue
+		case rest[0] == '{':
+			n := identLen(rest[1:])
+			if n > 0 && n+1 < len(rest) && rest[n+1] == '}' && isMacro(rest[1:n+1]) {
+				if !fn("", rest[1:n+1]) {
+					return
+				}
+				s = rest[n+2:]
+				continue
+			}
+		default:
+			if n := identLen(rest); n > 0 && isMacro(rest[:n]) {
+				if !fn("", rest[:n]) {
+					return
+				}
+				s = rest[n:]
+				continue
+			}
+		}
+		// Not a macro: the $ is kept, and what follows is read on.
+		if !fn("$", "") {
+			return
+		}
+		s = rest
+	}
+}
+
+// identLen returns the length of the Python identifier ([_a-zA-Z][_a-zA-Z0-9]*) s begins
+// with, 0 if none.
+func identLen(s string) int {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9' {
 			continue
 		}
-		end := strings.IndexByte(rest[i:], '}')
-		if end < 0 {
-			errs = append(errs, field.Invalid(p, s, "unterminated ${ (write $${ for a literal ${)"))
-			break
-		}
-		name := rest[i+2 : i+end]
-		if name == "rank0_env" && !inArgs && !seen[name] {
+		return i
+	}
+	return len(s)
+}
+
+// checkMacros reports ${rank0_env} outside args, where the kubelet does not expand the $(VAR)
+// it stands for.
+func checkMacros(s string, p *field.Path, inArgs bool) field.ErrorList {
+	if inArgs || !strings.Contains(s, "rank0_env") {
+		return nil
+	}
+	var errs field.ErrorList
+	scanMacros(s, func(_, name string) bool {
+		if name == "rank0_env" {
 			errs = append(errs, field.Invalid(p, s,
 				"${rank0_env} works only in args, where the kubelet expands the $(VAR) it stands for"))
-			if seen == nil {
-				seen = make(map[string]bool)
-			}
-			seen[name] = true
+			return false
 		}
-		if !isMacro(name) && !seen[name] {
-			if seen == nil {
-				seen = make(map[string]bool)
-			}
-			seen[name] = true
-			detail := fmt.Sprintf("unknown macro ${%s}", shorten(name))
-			if near := spell.Nearest(name, macroNames); near != "" {
-				detail += fmt.Sprintf("; did you mean ${%s}?", near)
-			} else {
-				detail += fmt.Sprintf("; want one of ${%s} (write $${ for a literal ${)", strings.Join(macroNames, "}, ${"))
-			}
-			errs = append(errs, field.Invalid(p, s, detail))
-		}
-		rest = rest[i+end+1:]
-	}
+		return true
+	})
 	return errs
 }
 

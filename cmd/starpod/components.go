@@ -141,7 +141,7 @@ func componentApp(ctx context.Context, a *app, f *runFlags, project *component.C
 	if err != nil {
 		return nil, false, err
 	}
-	cargs, err := c.ParseArgs(args, project.ComponentArgs(name))
+	cargs, err := c.ParseArgs(args, project.Components[name])
 	if errors.Is(err, component.ErrHelp) {
 		return nil, true, c.WriteHelp(a.stdout, "starpod run")
 	}
@@ -150,5 +150,10 @@ func componentApp(ctx context.Context, a *app, f *runFlags, project *component.C
 		return nil, false, usagef("%v\nRun 'starpod run %s --help' for the component's flags.", err, name)
 	}
 	app, err := c.App(ctx, cargs)
+	var ue *component.UsageError
+	if errors.As(err, &ue) {
+		// The component refused its arguments (usage_error): a bad command line, no traceback.
+		return nil, false, usagef("%v\nRun 'starpod run %s --help' for the component's flags.", ue, name)
+	}
 	return app, false, err
 }
