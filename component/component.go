@@ -370,8 +370,7 @@ func resultYAML(name string, v starlark.Value) ([]byte, error) {
 	if _, ok := v.(*starlark.Dict); !ok {
 		return nil, &engine.Error{Overlay: name, Err: fmt.Errorf("the component returned %s, %w", v.Type(), ErrNotApp)}
 	}
-	var count int
-	n, err := resultNode(v, nil, 0, &count)
+	n, err := resultNode(v, nil, 0, &resultBudget{})
 	if err != nil {
 		return nil, &engine.Error{Overlay: name, Err: fmt.Errorf("the component's result: %w", err)}
 	}

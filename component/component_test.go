@@ -388,3 +388,25 @@ func TestStructuredName(t *testing.T) {
 		}
 	}
 }
+
+// TestHugeDocstring: a docstring of hundreds of thousands of continuation lines is read in
+// linear time, and each parameter's help is cut short.
+func TestHugeDocstring(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("def f(x = 1):\n    \"\"\"Summary.\n\n    Args:\n        x: first\n")
+	for b.Len() < 1<<20-100 {
+		b.WriteString("          a\n")
+	}
+	b.WriteString("    \"\"\"\n    return {}\n")
+	file := filepath.Join(t.TempDir(), "doc.star")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := component.Load(context.Background(), file+":f", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := c.Params[0].Help; !strings.HasPrefix(h, "first a a") || len(h) > 5<<10 {
+		t.Errorf("got help of %d bytes, want it cut short at about 4 KiB", len(h))
+	}
+}

@@ -22,6 +22,10 @@ type doc struct {
 
 type argDoc struct{ typ, help string }
 
+// maxHelp bounds the help text of one parameter: the lines after it are left out, so that a
+// docstring of many continuation lines is read in time linear in its size.
+const maxHelp = 4 << 10
+
 // argLine matches an entry of an Args: section: "name: text" or "name (type): text", with
 // "*args" and "**kwargs" too. It is compiled when a docstring is first read, rather than at
 // every start of the program.
@@ -42,15 +46,27 @@ func parseDoc(s string) doc {
 	var desc []string
 	section, sectionIndent, entryIndent := "", 0, -1
 	var cur string
+	var help []string // the help lines of cur, joined when the next entry begins
+	helpLen := 0
+	flush := func() {
+		if cur != "" {
+			a := d.args[cur]
+			a.help = strings.TrimSpace(strings.Join(help, " "))
+			d.args[cur] = a
+		}
+		help, helpLen = help[:0], 0
+	}
 	for _, line := range lines {
 		trimmed := strings.TrimSpace(line)
 		indent := len(line) - len(strings.TrimLeft(line, " "))
 		if m := sectionLine().FindStringSubmatch(trimmed); m != nil {
+			flush()
 			section, sectionIndent, entryIndent, cur = m[1], indent, -1, ""
 			continue
 		}
 		if section != "" && trimmed != "" && indent <= sectionIndent {
-			section = "" // the section has ended: back to the description
+			flush()
+			section, cur = "", "" // the section has ended: back to the description
 		}
 		switch {
 		case section == "Args" || section == "Arguments":
@@ -61,12 +77,13 @@ func parseDoc(s string) doc {
 				entryIndent = indent
 			}
 			if m := argLine().FindStringSubmatch(trimmed); m != nil && indent == entryIndent {
+				flush()
 				cur = m[1]
-				d.args[cur] = argDoc{typ: strings.TrimSpace(m[2]), help: m[3]}
-			} else if cur != "" {
-				a := d.args[cur]
-				a.help = strings.TrimSpace(a.help + " " + trimmed)
-				d.args[cur] = a
+				d.args[cur] = argDoc{typ: strings.TrimSpace(m[2])}
+				help, helpLen = append(help, m[3]), len(m[3])
+			} else if cur != "" && helpLen < maxHelp {
+				help = append(help, trimmed)
+				helpLen += len(trimmed) + 1
 			}
 		case section != "":
 			// Other sections are not shown.
@@ -82,6 +99,7 @@ func parseDoc(s string) doc {
 			desc = append(desc, strings.TrimRight(line, " "))
 		}
 	}
+	flush()
 	if d.summary == "" {
 		d.summary = strings.Join(para, " ")
 	}

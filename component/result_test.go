@@ -27,6 +27,7 @@ func TestResults(t *testing.T) {
 		{"function_value", `roles\[0\]\.name: Invalid value: .*got a function, want a dict`},
 		{"bad_spec", `(?m)^testdata/results.star:bad_spec: roles\[0\]\.colour: unknown field`},
 		{"loops", `exceeded the limit of 1000 steps|steps`},
+		{"repeats", `^testdata/results.star:repeats: the component's result: at roles\[0\]\.args\[2\]: larger than the limit of 256Ki of an app spec$`},
 	}
 	for _, tc := range cases {
 		ctx := context.Background()

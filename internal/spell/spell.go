@@ -8,6 +8,9 @@ import (
 	"unicode"
 )
 
+// MaxLen bounds the length in bytes of the names Nearest compares.
+const MaxLen = 128
+
 // Nearest returns the element of candidates nearest to x, or "" if none is close enough.
 //
 // Names are compared ignoring case and underscores, so "Overlay" matches "overlay" and
@@ -16,11 +19,21 @@ import (
 // close enough when that distance is at most about a third of the length of x
 // ((len+1)/3 runes). Ties go to the earlier candidate, so the result is deterministic.
 // A candidate equal to x is returned as is.
+//
+// Names longer than MaxLen bytes are not compared, x or candidate, so that the search costs
+// at most about MaxLen² steps a candidate, whatever the names: a hostile name of 100,000
+// characters gets no suggestion, in no time.
 func Nearest(x string, candidates []string) string {
+	if len(x) > MaxLen {
+		return ""
+	}
 	fx := fold(x)
 	best := ""
 	bestD := (len(fx)+1)/3 + 1 // exclusive bound
 	for _, c := range candidates {
+		if len(c) > MaxLen {
+			continue
+		}
 		d := distance(fx, fold(c), bestD)
 		if d < bestD {
 			bestD = d

@@ -1,6 +1,9 @@
 package spell
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestNearest(t *testing.T) {
 	fields := []string{"containers", "initContainers", "tolerations", "nodeSelector", "volumes", "affinity"}
@@ -72,5 +75,21 @@ func TestDistance(t *testing.T) {
 				t.Errorf("distance(%q, %q, limit %d) = %d, want >= limit", test.x, test.y, test.want, got)
 			}
 		}
+	}
+}
+
+// TestNearestBounded: names longer than MaxLen are never compared, so that a did-you-mean
+// search over hostile names costs no more than over short ones.
+func TestNearestBounded(t *testing.T) {
+	long := strings.Repeat("a", MaxLen+1)
+	if got := Nearest(long, []string{long, long + "b"}); got != "" {
+		t.Errorf("a query longer than MaxLen: got %q, want no suggestion", got)
+	}
+	if got := Nearest("gpu.smal", []string{long, "gpu.small"}); got != "gpu.small" {
+		t.Errorf("got %q, want gpu.small past the long candidate", got)
+	}
+	edge := strings.Repeat("a", MaxLen)
+	if got := Nearest(edge[1:]+"b", []string{edge}); got != edge {
+		t.Errorf("names of MaxLen bytes are still compared: got %q", got)
 	}
 }
