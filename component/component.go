@@ -381,6 +381,38 @@ func resultYAML(name string, v starlark.Value) ([]byte, error) {
 // '_') that the Starlark file defines at its top level, sorted, running its top level as Load
 // does. It returns an *engine.Error or an *fs.PathError.
 func Functions(ctx context.Context, file string, opts *LoadOptions) ([]string, error) {
+	mod, err := execFile(ctx, file, opts)
+	if err != nil {
+		return nil, err
+	}
+	return publicFunctions(mod, file), nil
+}
+
+// LoadFile runs the top level of the Starlark file as Load does and describes each of its
+// public functions as a component FILE:FUNCTION, in the order of their names. It returns an
+// *engine.Error or an *fs.PathError if the file does not load, and otherwise the components
+// and the errors of the functions that are not components (a **kwargs parameter).
+func LoadFile(ctx context.Context, file string, opts *LoadOptions) ([]*Component, []error, error) {
+	mod, err := execFile(ctx, file, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cs []*Component
+	var errs []error
+	for _, fn := range publicFunctions(mod, file) {
+		c, err := describe(file+":"+fn, mod, fn)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.dir = filepath.Dir(file)
+		cs = append(cs, c)
+	}
+	return cs, errs, nil
+}
+
+// execFile runs the top level of the component file.
+func execFile(ctx context.Context, file string, opts *LoadOptions) (*engine.Module, error) {
 	if opts == nil {
 		opts = &LoadOptions{}
 	}
@@ -395,10 +427,11 @@ func Functions(ctx context.Context, file string, opts *LoadOptions) ([]string, e
 	eopts := opts.Engine
 	eopts.Loader = engine.DirLoader(root)
 	eopts.Isolation = engine.InProcess
-	mod, err := engine.Exec(ctx, file, data, &engine.ExecOptions{Options: eopts, Predeclared: predeclared(opts.Resources)})
-	if err != nil {
-		return nil, err
-	}
+	return engine.Exec(ctx, file, data, &engine.ExecOptions{Options: eopts, Predeclared: predeclared(opts.Resources)})
+}
+
+// publicFunctions returns the names of the public functions that file itself defines in mod.
+func publicFunctions(mod *engine.Module, file string) []string {
 	var names []string
 	for k, v := range mod.Globals() {
 		if f, ok := v.(*starlark.Function); ok && !strings.HasPrefix(k, "_") && f.Position().Filename() == file {
@@ -406,7 +439,7 @@ func Functions(ctx context.Context, file string, opts *LoadOptions) ([]string, e
 		}
 	}
 	sort.Strings(names)
-	return names, nil
+	return names
 }
 
 // readFile reads a component file within bound.MaxScript. A file it cannot look at is an

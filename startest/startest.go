@@ -73,6 +73,13 @@ type Options struct {
 // Find returns the *_test.star files that paths name: files as they are, directories searched
 // recursively. The result is sorted.
 func Find(paths []string) ([]string, error) {
+	return FindFiles(paths, "_test.star")
+}
+
+// FindFiles returns the files whose names end with suffix that paths name: files as they
+// are, directories (DIR or DIR/...) searched recursively, leaving out those whose names
+// begin with '.' and testdata. The result is sorted.
+func FindFiles(paths []string, suffix string) ([]string, error) {
 	seen := make(map[string]bool)
 	var files []string
 	for _, p := range paths {
@@ -95,7 +102,7 @@ func Find(paths []string) ([]string, error) {
 			if d.IsDir() && path != p && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
 				return filepath.SkipDir
 			}
-			if !d.IsDir() && strings.HasSuffix(path, "_test.star") && !seen[path] {
+			if !d.IsDir() && strings.HasSuffix(path, suffix) && !seen[path] {
 				seen[path] = true
 				files = append(files, path)
 			}

@@ -7,31 +7,40 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/starpod/starpod/component"
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
 	"github.com/starpod/starpod/internal/sandbox"
+	"github.com/starpod/starpod/internal/spell"
 	"github.com/starpod/starpod/startest"
 )
 
 func newCheckCmd(a *app) *cobra.Command {
 	f := &overlayFlags{}
 	cmd := &cobra.Command{
-		Use:   "check FILE...",
-		Short: "Compile overlays and overlay tests without running them",
+		Use:   "check PATH...",
+		Short: "Compile overlays, components and overlay tests without running them",
 		Long: `Check compiles each overlay file: syntax, names, loads, the top level, and the
 overlay(pod) or overlay(pod, ctx) function. A *_test.star file is checked as starpod test
 compiles it, with assert, apply and pod_from_yaml predeclared: syntax, names and loads; its
-tests do not run. It prints every error and exits 1 if there was any; it prints nothing when
-all files are good.
+tests do not run. A *.star file with no top-level "def overlay(" is a component file (or a
+module components load): its top level runs as "starpod run FILE.star:FUNCTION" runs it,
+with named_resources, macros and shlex predeclared, and each public function is read as a
+component, its flags and help. A directory (DIR or DIR/...) stands for the *.star files
+under it, as for starpod test. It prints every error and exits 1 if there was any; it
+prints nothing when all files are good.
 
 With --isolation worker (the default) no file is parsed in this process: overlays compile in
 worker processes, and each test file in a process of its own, limited to --max-memory.`,
-		Example: `  starpod check overlays/*.star`,
+		Example: `  starpod check overlays/*.star
+  starpod check examples/components/`,
 		Args:    usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			return runCheck(cmd.Context(), a, f, files)
@@ -50,12 +59,19 @@ func runCheck(ctx context.Context, a *app, f *overlayFlags, files []string) erro
 			return &exitCodeError{exitLimitRefused}
 		}
 	}
+	files, err := startest.FindFiles(files, ".star")
+	if err != nil {
+		return usagef("%v", err)
+	}
 	failed := false
 	for _, file := range files {
 		var err error
-		if strings.HasSuffix(file, "_test.star") {
+		switch {
+		case strings.HasSuffix(file, "_test.star"):
 			err = f.checkTestFile(ctx, a, file, child)
-		} else {
+		case !isOverlayFile(file):
+			err = f.checkComponentFile(ctx, a, file)
+		default:
 			_, err = f.compileFile(ctx, a, file)
 		}
 		if err != nil {
@@ -112,4 +128,50 @@ func (f *overlayFlags) checkTestFile(ctx context.Context, a *app, file string, c
 		return &engine.Error{Overlay: file, Err: &engine.LimitError{Limit: engine.LimitMemory, Value: bound.FormatSize(opts.MaxMemory)}}
 	}
 	return fmt.Errorf("%s: the check process failed: %s", file, cmd.ProcessState)
+}
+
+// topLevelDef finds the top-level function definitions of a Starlark file. It is compiled
+// when check first needs it.
+var topLevelDef = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^def[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*\(`)
+})
+
+// isOverlayFile reports whether the file is an overlay: it defines overlay at its top level,
+// or a function whose name is near it (overlays, Overlay: compiling it as an overlay says
+// what was meant), or it cannot be read (compiling it says why). The file is searched as
+// text, not parsed.
+func isOverlayFile(file string) bool {
+	src, err := bound.ReadFile(file, bound.MaxScript, "script")
+	if err != nil {
+		return true
+	}
+	var names []string
+	for _, m := range topLevelDef().FindAllSubmatch(src, -1) {
+		names = append(names, string(m[1]))
+	}
+	return spell.Nearest("overlay", names) != ""
+}
+
+// checkComponentFile runs the top level of a component file and reads each of its public
+// functions as a component, as starpod run does, and prints each problem. It returns an
+// *exitCodeError when there was one.
+func (f *overlayFlags) checkComponentFile(ctx context.Context, a *app, file string) error {
+	opts, err := f.options(a, file)
+	if err != nil {
+		return err
+	}
+	_, errs, err := component.LoadFile(ctx, file, &component.LoadOptions{
+		Engine: engine.Options{MaxSteps: opts.MaxSteps, Timeout: opts.Timeout, Print: opts.Print},
+		Root:   f.root,
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, err := range errs {
+		fmt.Fprintln(a.stderr, err)
+	}
+	if len(errs) > 0 {
+		return &exitCodeError{exitError}
+	}
+	return nil
 }
