@@ -41,7 +41,7 @@ With --isolation worker (the default) no file is parsed in this process: overlay
 worker processes, and each test file in a process of its own, limited to --max-memory.`,
 		Example: `  starpod check overlays/*.star
   starpod check examples/components/`,
-		Args:    usageArgs(cobra.MinimumNArgs(1)),
+		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			return runCheck(cmd.Context(), a, f, files)
 		},
