@@ -33,9 +33,17 @@ var ErrHelp = errors.New("help requested")
 type UsageError struct {
 	Component string
 	Err       error
+	// ConfigKey is the parameter of the project config's components entry whose value is
+	// wrong, if the problem is there rather than on the command line.
+	ConfigKey string
 }
 
-func (e *UsageError) Error() string { return e.Component + ": " + e.Err.Error() }
+func (e *UsageError) Error() string {
+	if e.ConfigKey != "" {
+		return e.Component + ": config: " + e.ConfigKey + ": " + e.Err.Error()
+	}
+	return e.Component + ": " + e.Err.Error()
+}
 func (e *UsageError) Unwrap() error { return e.Err }
 
 // ParseArgs parses the command line args of the component, with defaults, the component's
@@ -66,11 +74,11 @@ func (c *Component) ParseArgs(args []string, defaults map[string]any) (*Args, er
 	for _, k := range keys {
 		p := byName[strings.ReplaceAll(k, "-", "_")]
 		if p == nil {
-			return nil, usage("config: unknown parameter %q%s", k, c.near(k))
+			return nil, &UsageError{Component: c.Name, ConfigKey: k, Err: fmt.Errorf("unknown parameter%s", c.near(k))}
 		}
 		v, err := p.configValue(defaults[k])
 		if err != nil {
-			return nil, usage("config: %s: %v", k, err)
+			return nil, &UsageError{Component: c.Name, ConfigKey: k, Err: err}
 		}
 		fromConfig[p.Name] = v
 		source[p.Name] = "config"

@@ -245,7 +245,7 @@ func TestConfigValues(t *testing.T) {
 		{map[string]any{"cpu": "two"}, `dist.ddp: config: cpu: got "two", want an int`},
 		{map[string]any{"cpu": 1.5}, `dist.ddp: config: cpu: got a number, want int`},
 		{map[string]any{"env": map[string]any{"A": []any{}}}, `dist.ddp: config: env: A: got a list, want a string`},
-		{map[string]any{"scrpt": "x"}, `dist.ddp: config: unknown parameter "scrpt"; did you mean --script?`},
+		{map[string]any{"scrpt": "x"}, `dist.ddp: config: scrpt: unknown parameter; did you mean --script?`},
 	} {
 		_, err := c.ParseArgs(nil, tc.defaults)
 		if err == nil || err.Error() != tc.want {

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/starpod/starpod/component"
 	"github.com/starpod/starpod/engine"
@@ -145,12 +146,17 @@ func componentApp(ctx context.Context, a *app, f *runFlags, project *component.C
 	if errors.Is(err, component.ErrHelp) {
 		return nil, true, c.WriteHelp(a.stdout, "starpod run")
 	}
+	var ue *component.UsageError
+	if errors.As(err, &ue) && ue.ConfigKey != "" {
+		// A bad value in the project config: reported at its line, as the config's other
+		// problems are.
+		return nil, false, project.FieldError(field.NewPath("components").Key(name).Key(ue.ConfigKey), ue.Err.Error())
+	}
 	if err != nil {
 		// The component's flags are in its own help, not in run's.
 		return nil, false, usagef("%v\nRun 'starpod run %s --help' for the component's flags.", err, name)
 	}
 	app, err := c.App(ctx, cargs)
-	var ue *component.UsageError
 	if errors.As(err, &ue) {
 		// The component refused its arguments (usage_error): a bad command line, no traceback.
 		return nil, false, usagef("%v\nRun 'starpod run %s --help' for the component's flags.", ue, name)

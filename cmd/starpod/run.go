@@ -151,6 +151,9 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 	prestart(eopts)
 	// The project config's run options come first, so that --cfg wins over them.
 	project, err := component.LoadConfig()
+	if err == nil {
+		err = project.CheckOverlays(f.root)
+	}
 	if err != nil {
 		return printErrors(a, err)
 	}
