@@ -118,7 +118,8 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 	return c, nil
 }
 
-// validate checks the decoded config: its schedulers, component names and overlay paths.
+// validate checks the decoded config: its schedulers and component names, and that no
+// overlay path is empty (CheckOverlays checks where they lead).
 func (c *Config) validate() field.ErrorList {
 	var errs field.ErrorList
 	for _, s := range sortedKeys(c.RunOptions) {
@@ -146,16 +147,12 @@ func (c *Config) validate() field.ErrorList {
 		switch {
 		case o == "":
 			errs = append(errs, field.Required(p, "want a file name"))
-		case filepath.IsAbs(o) || strings.HasPrefix(o, "/"):
-			errs = append(errs, field.Invalid(p, o, "want a path relative to the config's directory"))
-		case !filepath.IsLocal(filepath.Clean(o)):
-			errs = append(errs, field.Invalid(p, o, "want a file inside the config's directory"))
 		}
 	}
 	return errs
 }
 
-// CheckOverlays checks that each overlay of the config is inside root, the directory the
+// CheckOverlays checks that each overlay of the config is a relative path inside root, the directory the
 // overlays of an app spec must be in (--overlay-root), or the config's directory when root
 // is empty, symbolic links included, without reading any. It returns a *ConfigError.
 func (c *Config) CheckOverlays(root string) error {
@@ -179,6 +176,11 @@ func (c *Config) CheckOverlays(root string) error {
 	var errs yamlfile.FieldErrors
 	for i, path := range c.OverlayPaths() {
 		p := field.NewPath("overlays").Index(i)
+		if filepath.IsAbs(c.Overlays[i]) || strings.HasPrefix(c.Overlays[i], "/") {
+			errs = append(errs, &yamlfile.FieldError{Pos: yamlfile.PositionOf(c.pos, p.String()),
+				Err: field.Invalid(p, c.Overlays[i], "want a path relative to the config's directory")})
+			continue
+		}
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			return &ConfigError{File: c.File, Err: err}

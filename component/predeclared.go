@@ -15,6 +15,7 @@ import (
 	"github.com/starpod/starpod/builtins"
 	"github.com/starpod/starpod/internal/convert"
 	"github.com/starpod/starpod/internal/spell"
+	"github.com/starpod/starpod/internal/yamlfile"
 	"github.com/starpod/starpod/scheduler"
 )
 
@@ -41,7 +42,7 @@ func predeclared(extra map[string]scheduler.Resource) starlark.StringDict {
 			names = append(names, k)
 		}
 		sort.Strings(names)
-		msg := fmt.Sprintf("%s: unknown named resource %q", b.Name(), name)
+		msg := fmt.Sprintf("%s: unknown named resource %s", b.Name(), yamlfile.Quote(name))
 		if near := spell.Nearest(name, names); near != "" {
 			msg += fmt.Sprintf("; did you mean %q?", near)
 		}
