@@ -13,15 +13,19 @@
 //
 // # Flags from the signature
 //
-// Each parameter of the function is a flag: one-letter names take one dash (-j, -m, -h), longer
-// names two (--script, --max_retries; --max-retries is accepted too). Its type is that of its
-// default: int, float, bool (a switch; --debug=false turns it off), string, list (repeatable,
-// or comma-separated: --mounts type=bind,src=/a,dst=/b) and dict (K=V,K=V, repeatable). A
-// parameter whose default is None, or that has no default, is a string unless its entry in the
-// docstring's Args: section names a type, as in Google-style docstrings: "x1 (float): ...". A
-// parameter without a default is required. *args takes the arguments after "--" and any
-// argument that is not a flag. The help of "COMPONENT --help" is the docstring's summary,
-// its description, and each parameter's text from the Args: section.
+// Each parameter of the function is a flag, read as TorchX reads it: one-letter names take
+// one dash (-j, -m, -h), longer names two (--script, --max_retries; --max-retries is accepted
+// too). Its type is that of its default: int, float, bool (a switch, or --debug True/False,
+// --debug=false), string, list (split at commas, items stripped; repeatable) and dict
+// (KEY=VALUE pairs split at ',' or ';' only before a KEY=, as TorchX's to_dict: see
+// [SplitDict]; repeatable). A parameter whose default is None, or that has no default, is a
+// string unless its entry in the docstring's Args: section names a type, as in Google-style
+// docstrings: "x1 (float): ...". A parameter without a default is required. *args takes
+// the arguments after "--", and the first argument that is not a flag and all after it, as
+// TorchX's argparse REMAINDER; the parameters before *args are then passed by position. The
+// help of "COMPONENT --help" is the docstring's summary, its description, and each
+// parameter's text from the Args: section. A component refuses arguments with
+// usage_error(msg), which [Component.App] returns as a *UsageError.
 //
 // # What components see
 //
@@ -34,6 +38,7 @@
 //	                            and replica_id, num_replicas and rank0_env likewise
 //	shlex.quote(s)              s quoted for a POSIX shell, as Python's shlex.quote
 //	shlex.join(args)            the args quoted and joined with spaces, as Python's shlex.join
+//	usage_error(msg)            stops the component with a usage error (exit 2, no traceback)
 //
 // The named resources are TorchX's generic ones (gpu.small, cpu.micro, ...) and its AWS
 // instance table (aws_p4d.24xlarge, ...; see [NamedResources]), with the user's own added from
@@ -43,17 +48,15 @@
 //
 // A project config, .starpod.yaml in the working directory or the file $STARPOD_CONFIG names,
 // holds default run options per scheduler, default component arguments, named resources and
-// default overlays (see [Config] and [LoadConfig]). Values on the command line win over the
-// file, and the file over the builtin defaults.
+// default overlays (see [Config] and [LoadConfig]). It is read as an app spec is, with
+// internal/yamlfile: strictly, every problem with file:line:col and field path. Values on
+// the command line win over the file, and the file over the builtin defaults.
 //
-// # Differences from TorchX, on purpose
+// # Differences from TorchX
 //
-// dist.ddp's rendezvous endpoint is "${rank0_env}:PORT": starpod's ${rank0_env} is a $(NAME)
-// reference to the rank-0 host that the kubelet expands in args (STARPOD_RANK0_HOST, set to
-// localhost, on replica 0), where TorchX writes the shell expansion
-// ${TORCHX_RANK0_HOST:=localhost}:PORT for bash to expand. LOGLEVEL defaults to WARNING
-// whatever the submitting shell's LOGLEVEL is, so that the same command line always gives the
-// same job; set it with --env LOGLEVEL=INFO. Role names are made DNS labels (lower case, '_'
-// and '.' become '-'), since starpod refuses role names Kubernetes would not accept instead of
-// rewriting them in the scheduler.
+// Every difference from TorchX, each with its reason, is listed in one place: the
+// "Differences from TorchX" section of docs/components.md. In short: the rendezvous endpoint
+// is a $(VAR) reference the kubelet expands, LOGLEVEL defaults to WARNING, role names are
+// DNS labels, a bool flag alone is a switch, dict values may hold '=', repeated list and
+// dict flags add up, and the config's maps stay maps.
 package component
