@@ -59,9 +59,23 @@ func runCheck(ctx context.Context, a *app, f *overlayFlags, files []string) erro
 			return &exitCodeError{exitLimitRefused}
 		}
 	}
-	files, err := startest.FindFiles(files, ".star")
-	if err != nil {
-		return usagef("%v", err)
+	// A directory stands for the *.star files under it; any other path is checked as a file,
+	// which says why it cannot be read.
+	paths := files
+	files = nil
+	for _, p := range paths {
+		if fi, err := os.Stat(strings.TrimSuffix(p, "/...")); err != nil || !fi.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		found, err := startest.FindFiles([]string{p}, ".star")
+		if err != nil {
+			return usagef("%v", err)
+		}
+		if len(found) == 0 {
+			return usagef("no *.star files in %s", p)
+		}
+		files = append(files, found...)
 	}
 	failed := false
 	for _, file := range files {

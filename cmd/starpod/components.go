@@ -41,10 +41,17 @@ files of DIR (not of its subdirectories, and not of *_test.star files) as FILE.s
 }
 
 func listComponents(ctx context.Context, a *app, dir string) error {
-	var names []string
 	var errs []error
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	if dir == "" {
-		names = component.BuiltinNames()
+		for _, name := range component.BuiltinNames() {
+			c, err := component.Load(ctx, name, nil)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\n", name, c.Summary)
+		}
 	} else {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return usagef("--dir: got %q, want a directory", dir)
@@ -58,25 +65,18 @@ func listComponents(ctx context.Context, a *app, dir string) error {
 			if strings.HasSuffix(file, "_test.star") {
 				continue
 			}
-			// A file that does not load is reported, and the others are still listed.
-			fns, err := component.Functions(ctx, file, nil)
+			// Each file runs once; a file that does not load, or a function that is no
+			// component, is reported, and the others are still listed.
+			cs, ferrs, err := component.LoadFile(ctx, file, nil)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			for _, fn := range fns {
-				names = append(names, file+":"+fn)
+			errs = append(errs, ferrs...)
+			for _, c := range cs {
+				fmt.Fprintf(tw, "%s\t%s\n", c.Name, c.Summary)
 			}
 		}
-	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	for _, name := range names {
-		c, err := component.Load(ctx, name, nil)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%s\n", name, c.Summary)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
