@@ -58,3 +58,23 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSplitDict reads any dict flag value: it never panics, and each pair it gives has a key
+// with no '=' and no space at either end.
+func FuzzSplitDict(f *testing.F) {
+	for _, s := range []string{"", "A=1", "A=1;B=2", "LOGLEVEL=INFO,PATHS=a,b,c", "A='',B = spaced ",
+		"URL=http://x?a=b,C=d", "=", "A=,B=1", ",=;", "A==B", " = = "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		kvs, err := SplitDict(s)
+		if err != nil {
+			return
+		}
+		for _, kv := range kvs {
+			if kv[0] == "" || strings.Contains(kv[0], "=") || strings.TrimSpace(kv[0]) != kv[0] {
+				t.Fatalf("SplitDict(%q): key %q", s, kv[0])
+			}
+		}
+	})
+}
