@@ -37,8 +37,7 @@ type Component struct {
 	Params      []Param // in the order of the signature, *args excluded
 	Varargs     *Param  // the *args parameter, if the function has one
 
-	dir        string // the directory an app's relative overlay paths are resolved against
-	positional int    // the parameters before *args, which a call with *args passes by position
+	positional int // the parameters before *args, which a call with *args passes by position
 	mod        *engine.Module
 	fn         *starlark.Function
 }
@@ -165,12 +164,7 @@ func Load(ctx context.Context, name string, opts *LoadOptions) (*Component, erro
 	if err != nil {
 		return nil, err
 	}
-	c, err := describe(name, mod, fnName)
-	if err != nil {
-		return nil, err
-	}
-	c.dir = dir
-	return c, nil
+	return describe(name, mod, fnName)
 }
 
 // A NotFoundError reports a component name that names no component.
@@ -324,17 +318,34 @@ func (c *Component) Call(ctx context.Context, args *Args) (starlark.Value, error
 // valid app, and a *UsageError if the component called usage_error. Each role's env gets
 // TORCHX_JOB_ID, as TorchX's runner sets it.
 func (c *Component) App(ctx context.Context, args *Args) (*scheduler.App, error) {
+	data, err := c.Result(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	return AppFromResult(c.Name, data)
+}
+
+// Result calls the component with args and returns its result as the YAML of an app spec,
+// within MaxResultBytes of text, for [AppFromResult]. Its errors are those of App but the
+// *scheduler.SpecError.
+func (c *Component) Result(ctx context.Context, args *Args) ([]byte, error) {
 	v, err := c.Call(ctx, args)
 	if err != nil {
 		return nil, err
 	}
-	data, err := resultYAML(c.Name, v)
-	if err != nil {
-		return nil, err
-	}
-	app, err := scheduler.ParseAppData(c.Name, data)
+	return resultYAML(c.Name, v)
+}
+
+// AppFromResult decodes the result of the component name, as Result gives it, strictly with
+// scheduler.ParseAppData, as App does: the app's relative overlay paths are resolved against
+// the component file's directory, and each role gets TORCHX_JOB_ID.
+func AppFromResult(name string, data []byte) (*scheduler.App, error) {
+	app, err := scheduler.ParseAppData(name, data)
 	if app != nil {
-		app.Dir = c.dir
+		app.Dir = "."
+		if file, _, ok := strings.Cut(name, ".star:"); ok {
+			app.Dir = filepath.Dir(file + ".star")
+		}
 		setJobID(app)
 	}
 	return app, err
@@ -405,7 +416,6 @@ func LoadFile(ctx context.Context, file string, opts *LoadOptions) ([]*Component
 			errs = append(errs, err)
 			continue
 		}
-		c.dir = filepath.Dir(file)
 		cs = append(cs, c)
 	}
 	return cs, errs, nil

@@ -59,4 +59,10 @@
 // is a $(VAR) reference the kubelet expands, LOGLEVEL defaults to WARNING, role names are
 // DNS labels, a bool flag alone is a switch, dict values may hold '=', repeated list and
 // dict flags add up, and the config's maps stay maps.
+//
+// # Where components run
+//
+// [Load] and [Component.Result] run the Starlark in the calling process, bounded in steps and
+// time. starpod run and starpod components --dir call them in a component process limited to
+// --max-memory, and pass the result's YAML back to [AppFromResult].
 package component

@@ -3,12 +3,14 @@ package main
 // This file defines "starpod components", and how "starpod run" calls a component.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -17,6 +19,7 @@ import (
 
 	"github.com/starpod/starpod/component"
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/sandbox"
 	"github.com/starpod/starpod/scheduler"
 )
 
@@ -55,6 +58,23 @@ func listComponents(ctx context.Context, a *app, dir string) error {
 	} else {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return usagef("--dir: got %q, want a directory", dir)
+		}
+		if !sandbox.IsChild() {
+			// The files are someone's code: they run in a component process, limited in
+			// memory, which prints the list and the errors.
+			memory, _ := memoryFlag(defaultMaxMemory)
+			out, err := runComponentProcess(ctx, a, dir, memory, []string{"--", "list", dir})
+			if _, werr := a.stdout.Write(out); werr != nil {
+				return werr
+			}
+			if err != nil {
+				var code *exitCodeError
+				if errors.As(err, &code) {
+					return err
+				}
+				return printErrors(a, err)
+			}
+			return nil
 		}
 		files, err := filepath.Glob(filepath.Join(dir, "*.star"))
 		if err != nil {
@@ -122,7 +142,9 @@ func parseTrailingFlags(cmd *cobra.Command, args []string) (bool, error) {
 // componentApp loads the component name, parses its arguments and calls it. With --help among
 // the arguments it prints the component's help and reports that the command is done. Bad
 // usage is a *usageError; other errors are returned for printErrors, with the app if there is
-// one (whose problems Build reports).
+// one (whose problems Build reports). With --isolation worker the component runs in a
+// component process limited to --max-memory (see componentProcess), which prints its own
+// errors: the command is then done, with its exit code.
 func componentApp(ctx context.Context, a *app, f *runFlags, project *component.Config, eopts *engine.Options, name string, args []string) (*scheduler.App, bool, error) {
 	root := f.root
 	if root != "" {
@@ -130,6 +152,50 @@ func componentApp(ctx context.Context, a *app, f *runFlags, project *component.C
 			return nil, false, usagef("--overlay-root: got %q, want a directory", root)
 		}
 	}
+	var data, help []byte
+	var err error
+	if eopts.Isolation == engine.WorkerProcess && !sandbox.IsChild() {
+		child := []string{"--max-steps=" + strconv.FormatUint(eopts.MaxSteps, 10), "--timeout=" + eopts.Timeout.String()}
+		if root != "" {
+			child = append(child, "--overlay-root="+root)
+		}
+		child = append(append(child, "--", "app", name), args...)
+		var out []byte
+		out, err = runComponentProcess(ctx, a, name, eopts.MaxMemory, child)
+		if err != nil {
+			var code *exitCodeError
+			return nil, errors.As(err, &code), err
+		}
+		kind, body := byte(0), []byte(nil)
+		if len(out) > 0 {
+			kind, body = out[0], out[1:]
+		}
+		switch kind {
+		case 'h':
+			help = body
+		case 'a':
+			data = body
+		default:
+			return nil, false, fmt.Errorf("%s: the component process gave no answer", name)
+		}
+	} else {
+		data, help, err = componentResult(ctx, a, root, project, eopts, name, args)
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	if help != nil {
+		_, err := a.stdout.Write(help)
+		return nil, true, err
+	}
+	app, err := component.AppFromResult(name, data)
+	return app, false, err
+}
+
+// componentResult loads the component name, parses its arguments and calls it, in this
+// process: it returns the YAML of its result, or its help for --help. Its errors are as
+// componentApp's.
+func componentResult(ctx context.Context, a *app, root string, project *component.Config, eopts *engine.Options, name string, args []string) (data, help []byte, err error) {
 	c, err := component.Load(ctx, name, &component.LoadOptions{
 		Engine:    engine.Options{MaxSteps: eopts.MaxSteps, Timeout: eopts.Timeout, Print: eopts.Print},
 		Root:      root,
@@ -137,29 +203,31 @@ func componentApp(ctx context.Context, a *app, f *runFlags, project *component.C
 	})
 	var nf *component.NotFoundError
 	if errors.As(err, &nf) {
-		return nil, false, &usageError{err}
+		return nil, nil, &usageError{err}
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	cargs, err := c.ParseArgs(args, project.Components[name])
 	if errors.Is(err, component.ErrHelp) {
-		return nil, true, c.WriteHelp(a.stdout, "starpod run")
+		var b bytes.Buffer
+		c.WriteHelp(&b, "starpod run")
+		return nil, b.Bytes(), nil
 	}
 	var ue *component.UsageError
 	if errors.As(err, &ue) && ue.ConfigKey != "" {
 		// A bad value in the project config: reported at its line, as the config's other
 		// problems are.
-		return nil, false, project.FieldError(field.NewPath("components").Key(name).Key(ue.ConfigKey), ue.Err.Error())
+		return nil, nil, project.FieldError(field.NewPath("components").Key(name).Key(ue.ConfigKey), ue.Err.Error())
 	}
 	if err != nil {
 		// The component's flags are in its own help, not in run's.
-		return nil, false, usagef("%v\nRun 'starpod run %s --help' for the component's flags.", err, name)
+		return nil, nil, usagef("%v\nRun 'starpod run %s --help' for the component's flags.", err, name)
 	}
-	app, err := c.App(ctx, cargs)
+	data, err = c.Result(ctx, cargs)
 	if errors.As(err, &ue) {
 		// The component refused its arguments (usage_error): a bad command line, no traceback.
-		return nil, false, usagef("%v\nRun 'starpod run %s --help' for the component's flags.", ue, name)
+		return nil, nil, usagef("%v\nRun 'starpod run %s --help' for the component's flags.", ue, name)
 	}
-	return app, false, err
+	return data, nil, err
 }

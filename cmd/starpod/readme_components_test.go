@@ -15,7 +15,8 @@ import (
 func TestREADMEComponents(t *testing.T) {
 	t.Chdir("../..")
 	const cmdLine = "go run ./cmd/starpod run --dry-run dist.ddp -j 2:4x8 --script train.py -- --lr 0.1"
-	args := append([]string{"run", "--app-id", "demo"}, strings.Fields(cmdLine)[4:]...)
+	// In this process: the test binary is no starpod to start a component process with.
+	args := append([]string{"run", "--app-id", "demo", "--isolation=none"}, strings.Fields(cmdLine)[4:]...)
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("%v: exit %d: %s", args, code, stderr.String())

@@ -33,7 +33,7 @@ type app struct {
 // commands holds the constructors of the subcommands, each defined in a file of its own.
 var commands = []func(*app) *cobra.Command{
 	newApplyCmd, newCheckCmd, newTestCmd, newFnCmd, newBuiltinsCmd,
-	newRunCmd, newRunoptsCmd, newComponentsCmd,
+	newRunCmd, newRunoptsCmd, newComponentsCmd, newComponentProcessCmd,
 	newStatusCmd, newDescribeCmd, newLogsCmd, newListCmd, newCancelCmd, newDeleteCmd,
 	newWebhookCmd, newVersionCmd, newWorkerCmd,
 }

@@ -1,0 +1,116 @@
+package main
+
+// This file defines the component process: a child of starpod, limited to --max-memory, that
+// runs the Starlark of components, as worker processes run overlays, so that a component
+// cannot exhaust the memory of the starpod process.
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/starpod/starpod/component"
+	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/bound"
+	"github.com/starpod/starpod/internal/sandbox"
+)
+
+// defaultMaxMemory is the memory limit of a component process that no --max-memory sets (that
+// of components --dir), the default of --max-memory.
+const defaultMaxMemory = "512Mi"
+
+// maxComponentOutput bounds what is kept of a component process's standard output: the YAML
+// of a result of at most component.MaxResultBytes of text, or a help or a list.
+const maxComponentOutput = 16 << 20
+
+// newComponentProcessCmd returns the hidden command a component process runs:
+//
+//	starpod component-process [--max-steps N] [--timeout D] [--overlay-root DIR] -- app NAME [ARGS...]
+//	starpod component-process -- list DIR
+//
+// "app" writes 'h' and the help, or 'a' and the YAML of the result, to standard output; "list"
+// writes the list of components --dir. Errors go to standard error as starpod run and starpod
+// components print them, with their exit codes.
+func newComponentProcessCmd(a *app) *cobra.Command {
+	f := &overlayFlags{}
+	cmd := &cobra.Command{
+		Use:    "component-process -- (app NAME [ARGS...] | list DIR)",
+		Short:  "Run components in a process limited in memory (for starpod itself)",
+		Hidden: true,
+		Args:   usageArgs(cobra.MinimumNArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// The process limits its memory before it reads any file.
+			if sandbox.IsChild() {
+				if err := sandbox.Enter(); err != nil {
+					fmt.Fprintln(a.stderr, err)
+					return &exitCodeError{exitLimitRefused}
+				}
+			}
+			ctx := cmd.Context()
+			switch args[0] {
+			case "list":
+				return listComponents(ctx, a, args[1])
+			case "app":
+				project, err := component.LoadConfig()
+				if err != nil {
+					return printErrors(a, err)
+				}
+				eopts := &engine.Options{MaxSteps: f.maxSteps, Timeout: f.timeout, Print: a.printer()}
+				data, help, err := componentResult(ctx, a, f.root, project, eopts, args[1], args[2:])
+				if err != nil {
+					if _, ok := err.(*usageError); ok {
+						// As starpod run prints it, which is the command the user ran.
+						fmt.Fprintf(a.stderr, "%v\nRun 'starpod run --help' for usage.\n", err)
+						return &exitCodeError{exitUsage}
+					}
+					return printErrors(a, err)
+				}
+				out := append([]byte{'a'}, data...)
+				if help != nil {
+					out = append([]byte{'h'}, help...)
+				}
+				_, err = a.stdout.Write(out)
+				return err
+			}
+			return usagef("got %q, want app or list", args[0])
+		},
+	}
+	f.register(cmd.Flags(), false)
+	cmd.Flags().SetInterspersed(false)
+	return cmd
+}
+
+// runComponentProcess runs starpod component-process with args in a child limited to memory
+// bytes, passes on what it wrote to standard error (its errors and what components printed),
+// and returns what it wrote to standard output. If the child failed it returns an
+// *exitCodeError with its exit code once its errors are printed, or an *engine.Error naming
+// name when it passed the memory limit.
+func runComponentProcess(ctx context.Context, a *app, name string, memory int64, args []string) ([]byte, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	cmd := sandbox.Command(ctx, memory, exe, append([]string{"component-process"}, args...)...)
+	stdout := &headBuffer{max: maxComponentOutput}
+	stderr := &headBuffer{max: maxTestStderr}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s: starting a component process: %v", name, err)
+	}
+	if failure := cmd.Failure(); failure != nil && failure.Reason == sandbox.Memory {
+		return nil, &engine.Error{Overlay: name, Err: &engine.LimitError{Limit: engine.LimitMemory, Value: bound.FormatSize(memory)}}
+	}
+	switch code := cmd.ProcessState.ExitCode(); code {
+	case exitOK, exitError, exitUsage, exitLimitRefused:
+		if _, err := a.stderr.Write(stderr.Bytes()); err != nil {
+			return nil, err
+		}
+		if code != exitOK {
+			return stdout.Bytes(), &exitCodeError{code}
+		}
+		return stdout.Bytes(), nil
+	}
+	return nil, fmt.Errorf("%s: the component process failed: %s", name, cmd.ProcessState)
+}
