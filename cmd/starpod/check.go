@@ -38,7 +38,8 @@ under it, as for starpod test. It prints every error and exits 1 if there was an
 prints nothing when all files are good.
 
 With --isolation worker (the default) no file is parsed in this process: overlays compile in
-worker processes, and each test file in a process of its own, limited to --max-memory.`,
+worker processes, and each test file and component file in a process of its own, limited to
+--max-memory.`,
 		Example: `  starpod check overlays/*.star
   starpod check examples/components/`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
@@ -84,7 +85,7 @@ func runCheck(ctx context.Context, a *app, f *overlayFlags, files []string) erro
 		case strings.HasSuffix(file, "_test.star"):
 			err = f.checkTestFile(ctx, a, file, child)
 		case !isOverlayFile(file):
-			err = f.checkComponentFile(ctx, a, file)
+			err = f.checkComponentFile(ctx, a, file, child)
 		default:
 			_, err = f.compileFile(ctx, a, file)
 		}
@@ -115,12 +116,20 @@ func (f *overlayFlags) checkTestFile(ctx context.Context, a *app, file string, c
 	if child || opts.Isolation == engine.InProcess {
 		return startest.Check(ctx, file, &startest.Options{Engine: opts})
 	}
+	return f.checkInProcess(ctx, a, file, opts.MaxMemory, nil)
+}
+
+// checkInProcess checks the file in a check process of its own, which prints its errors,
+// limited to memory bytes, with the flags more. It returns an *exitCodeError when the check
+// process printed the errors.
+func (f *overlayFlags) checkInProcess(ctx context.Context, a *app, file string, memory int64, more []string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		exe = os.Args[0]
 	}
-	cmd := sandbox.Command(ctx, opts.MaxMemory, exe, "check", "--isolation=none",
-		"--max-steps="+strconv.FormatUint(f.maxSteps, 10), "--timeout="+f.timeout.String(), "--", file)
+	args := append([]string{"check", "--isolation=none",
+		"--max-steps=" + strconv.FormatUint(f.maxSteps, 10), "--timeout=" + f.timeout.String()}, more...)
+	cmd := sandbox.Command(ctx, memory, exe, append(args, "--", file)...)
 	// What the process writes to standard error is its errors, unless it dies: then it is
 	// the runtime's crash report, and the error is why it died.
 	stderr := &headBuffer{max: maxTestStderr}
@@ -139,7 +148,7 @@ func (f *overlayFlags) checkTestFile(ctx context.Context, a *app, file string, c
 		return &exitCodeError{code}
 	}
 	if failure := cmd.Failure(); failure != nil && failure.Reason == sandbox.Memory {
-		return &engine.Error{Overlay: file, Err: &engine.LimitError{Limit: engine.LimitMemory, Value: bound.FormatSize(opts.MaxMemory)}}
+		return &engine.Error{Overlay: file, Err: &engine.LimitError{Limit: engine.LimitMemory, Value: bound.FormatSize(memory)}}
 	}
 	return fmt.Errorf("%s: the check process failed: %s", file, cmd.ProcessState)
 }
@@ -167,12 +176,20 @@ func isOverlayFile(file string) bool {
 }
 
 // checkComponentFile runs the top level of a component file and reads each of its public
-// functions as a component, as starpod run does, and prints each problem. It returns an
-// *exitCodeError when there was one.
-func (f *overlayFlags) checkComponentFile(ctx context.Context, a *app, file string) error {
+// functions as a component, as starpod run does, and prints each problem: in this process
+// with --isolation none or in a check process, and otherwise in a check process of its own,
+// limited to --max-memory. It returns an *exitCodeError when there was a problem.
+func (f *overlayFlags) checkComponentFile(ctx context.Context, a *app, file string, child bool) error {
 	opts, err := f.options(a, file)
 	if err != nil {
 		return err
+	}
+	if !child && opts.Isolation != engine.InProcess {
+		var more []string
+		if f.root != "" {
+			more = []string{"--overlay-root=" + f.root}
+		}
+		return f.checkInProcess(ctx, a, file, opts.MaxMemory, more)
 	}
 	_, errs, err := component.LoadFile(ctx, file, &component.LoadOptions{
 		Engine: engine.Options{MaxSteps: opts.MaxSteps, Timeout: opts.Timeout, Print: opts.Print},
