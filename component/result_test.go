@@ -58,11 +58,11 @@ func TestResultLimit(t *testing.T) {
 	if !errors.As(err, &lim) || lim.Limit != engine.LimitSteps {
 		t.Fatalf("got %v, want a steps *engine.LimitError", err)
 	}
+	// On a busy machine the time limit may already stop the file's top level.
 	c, err = component.Load(ctx, "testdata/results.star:loops", &component.LoadOptions{Engine: engine.Options{Timeout: 50 * time.Millisecond, MaxSteps: 1 << 40}})
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		_, err = c.App(ctx, a)
 	}
-	_, err = c.App(ctx, a)
 	if !errors.As(err, &lim) || lim.Limit != engine.LimitTime {
 		t.Fatalf("got %v, want a time *engine.LimitError", err)
 	}
