@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -186,12 +187,12 @@ type rule struct {
 	kinds      []string
 	selector   labels.Selector
 	overlays   []*overlay
-	slots      chan struct{} // the admissions that may run the rule's overlays at once
+	queue      *queue // the admissions that run the rule's overlays, or wait to
+	// detach says the overlays run in workers, whose calls the admission's deadline does not
+	// cancel (see applyRule); backstop bounds such a run all the same.
+	detach   bool
+	backstop time.Duration
 }
-
-// errRuleBusy is the failure of a rule whose overlays already run for as many admissions as
-// they may.
-var errRuleBusy = errors.New("too many admissions run this rule's overlays at once; try again")
 
 // An overlay is one compiled overlay file of a rule.
 type overlay struct {
@@ -247,7 +248,7 @@ func compileConfig(ctx context.Context, file string, opts *Options) (_ *compiled
 	var errs []string
 	for _, r := range cfg.Rules {
 		cr := &rule{Rule: r, kinds: r.Match.Kinds, selector: labels.Everything(),
-			slots: make(chan struct{}, max(1, opts.MaxInFlight/2))}
+			queue: newQueue(opts.workers(), opts.queueWait(r.Name))}
 		if len(cr.kinds) == 0 {
 			cr.kinds = []string{"Pod"}
 		}
@@ -263,6 +264,13 @@ func compileConfig(ctx context.Context, file string, opts *Options) (_ *compiled
 		eo := opts.Engine
 		eo.Loader = rec.loader(engine.DirLoader(dir))
 		if eo.Isolation == engine.WorkerProcess {
+			cr.detach = true
+			// A worker's start, and each overlay's time and its worker's grace, twice over.
+			timeout := eo.Timeout
+			if timeout <= 0 {
+				timeout = engine.DefaultTimeout
+			}
+			cr.backstop = 2 * (15*time.Second + time.Duration(len(r.Overlays))*(timeout+2*time.Second))
 			eo.Workers = opts.newPool()
 			if opts.sharedPool == nil {
 				c.pools = append(c.pools, eo.Workers)

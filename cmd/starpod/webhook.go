@@ -60,8 +60,10 @@ and refused, and the last good one keeps serving. The certificate and key files 
 the same way. Each rule's overlays run in worker processes of their own (--workers-per-rule,
 each limited to --max-memory), so an overlay that bombs fails only the requests its rule
 matches. Each admission has a deadline (--request-timeout, keep it below the webhook's
-timeoutSeconds); beyond --max-in-flight admissions at once, requests are refused at once with
-429, and the API server's failurePolicy decides.
+timeoutSeconds), which its body must arrive within; it then waits in order for one of its
+rule's workers, and fails at once (its rule's onError decides) only if the rule's measured
+pace says it cannot be served by then. Beyond --max-in-flight admissions at once, requests
+are refused at once with 429, and the API server's failurePolicy decides.
 
 /healthz, /readyz (ready once the overlays compiled) and /metrics (Prometheus) are served on
 the same port. Logs are one JSON line per admission on standard error.`,
@@ -84,7 +86,7 @@ the same port. Logs are one JSON line per admission on standard error.`,
 	fs.StringVar(&f.isolate, "isolation", "worker", "where overlays run, `MODE`: worker or none (in this process, with no memory limit: for trusted overlays only)")
 	fs.IntVar(&f.workers, "workers-per-rule", 0, "worker processes of each rule, `N` (default the number of CPUs)")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", webhook.DefaultRequestTimeout, "deadline `TIME` of one admission; keep it below the webhook's timeoutSeconds")
-	fs.IntVar(&f.maxInFlight, "max-in-flight", webhook.DefaultMaxInFlight, "admissions served at once, `N`; more are refused with 429, and one rule runs for at most half of them")
+	fs.IntVar(&f.maxInFlight, "max-in-flight", webhook.DefaultMaxInFlight, "admissions served at once, `N`, counted once their body is read; more are refused with 429")
 	fs.StringVar(&f.maxBody, "max-body-size", "7Mi", "largest request body, `SIZE`")
 	fs.DurationVar(&f.reload, "reload-interval", webhook.DefaultReloadInterval, "how often to look for changed config, overlay and certificate files, `TIME`")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log `FORMAT`: json or text")
@@ -188,6 +190,7 @@ type certsFlags struct {
 	dnsNames, ips []string
 	outDir        string
 	validity      time.Duration
+	force         bool
 }
 
 func newWebhookCertsCmd(a *app) *cobra.Command {
@@ -201,7 +204,8 @@ CA certificate base64-encoded: the caBundle of the MutatingWebhookConfiguration.
 
 The CA's key is not kept. To renew, run certs again, update the Secret with tls.crt and
 tls.key (the webhook reloads them) and the caBundle with the printed value; put both CAs in
-the caBundle while the Secret changes, so that neither certificate is refused. With
+the caBundle while the Secret changes, so that neither certificate is refused. Certs
+refuses to replace files --out-dir already holds unless --force is given. With
 cert-manager, use its CA injector instead (see docs/webhook.md).`,
 		Example: `  starpod webhook certs --dns-name starpod-webhook.starpod-system.svc --out-dir certs`,
 		Args:    usageArgs(cobra.NoArgs),
@@ -214,6 +218,7 @@ cert-manager, use its CA injector instead (see docs/webhook.md).`,
 	fs.StringArrayVar(&f.ips, "ip", nil, "IP `ADDRESS` of the serving certificate (repeatable)")
 	fs.StringVar(&f.outDir, "out-dir", "", "`DIR` to write ca.crt, tls.crt and tls.key into")
 	fs.DurationVar(&f.validity, "validity", 365*24*time.Hour, "how long the certificates are valid, `TIME`")
+	fs.BoolVar(&f.force, "force", false, "replace ca.crt, tls.crt and tls.key if --out-dir holds them (a new CA invalidates the caBundle deployed)")
 	return cmd
 }
 
@@ -239,15 +244,23 @@ func (f *certsFlags) run(a *app) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(f.outDir, 0o755); err != nil {
-		return err
-	}
-	// Write each file beside its place and rename them all at the end: nothing partial.
 	files := []struct {
 		name string
 		data []byte
 		mode os.FileMode
 	}{{"ca.crt", certs.CA, 0o644}, {"tls.crt", certs.Cert, 0o644}, {"tls.key", certs.Key, 0o600}}
+	if !f.force {
+		for _, file := range files {
+			path := filepath.Join(f.outDir, file.name)
+			if _, err := os.Lstat(path); err == nil {
+				return fmt.Errorf("certs: %s exists: a new CA invalidates the caBundle made from the old one; give --force to replace the files", path)
+			}
+		}
+	}
+	if err := os.MkdirAll(f.outDir, 0o755); err != nil {
+		return err
+	}
+	// Write each file beside its place and rename them all at the end: nothing partial.
 	var tmps []string
 	defer func() {
 		for _, t := range tmps {
