@@ -103,23 +103,34 @@ func TestQueueRefusesWhatCannotBeServed(t *testing.T) {
 	held[1].release(false)
 }
 
-// TestQueueDeadline: an admission whose deadline passes while it waits leaves the queue with
-// the context's error, and its place goes to no one.
-func TestQueueDeadline(t *testing.T) {
+// TestQueueEnds: an admission whose context ends while it waits leaves the queue with the
+// context's error, and its place goes to no one.
+func TestQueueEnds(t *testing.T) {
 	q := newQueue(1, nil)
 	tk, err := q.acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
-	if _, err := q.acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("got %v, want the deadline", err)
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		_, err := q.acquire(ctx)
+		got <- err
+	}()
+	for _, waiting := q.stats(); waiting != 1; _, waiting = q.stats() {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want the context's error", err)
 	}
 	if running, waiting := q.stats(); running != 1 || waiting != 0 {
 		t.Errorf("%d running, %d waiting, want 1 and 0", running, waiting)
 	}
 	tk.release(true)
+	if running, _ := q.stats(); running != 0 {
+		t.Errorf("%d running after the release, want 0", running)
+	}
 }
 
 // workerFixture serves gpuConfig with overlays in worker processes.
