@@ -17,25 +17,39 @@ import (
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/exampletest"
+	"github.com/starpod/starpod/internal/fast"
 	"github.com/starpod/starpod/startest"
 )
 
 var update = flag.Bool("update", false, "rewrite expected.yaml files")
 
+// TestExamples runs every pod example twice: with the fast paths, and with the library paths
+// alone (fast.Off, as STARPOD_FAST_PATHS=off sets it), which must give the same bytes.
 func TestExamples(t *testing.T) {
-	examples, err := exampletest.Load(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(examples) < 5 {
-		t.Errorf("found %d pod examples, want at least 5", len(examples))
-	}
-	for _, e := range examples {
-		t.Run(e.Name, func(t *testing.T) { runExample(t, e) })
+	for _, mode := range []struct {
+		name string
+		off  bool
+	}{{"fast", false}, {"library", true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			fast.Off = mode.off
+			defer func() { fast.Off = false }()
+			examples, err := exampletest.Load(".")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(examples) < 5 {
+				t.Errorf("found %d pod examples, want at least 5", len(examples))
+			}
+			for _, e := range examples {
+				// -update writes what the fast paths give; the library paths must agree.
+				t.Run(e.Name, func(t *testing.T) { runExample(t, e, *update && !mode.off) })
+			}
+		})
 	}
 }
 
-// TestStarlarkTests runs every example's *_test.star files, as starpod test does.
+// TestStarlarkTests runs every example's *_test.star files, as starpod test does, with the
+// fast paths and with the library paths alone.
 func TestStarlarkTests(t *testing.T) {
 	files, err := startest.Find([]string{"."})
 	if err != nil {
@@ -44,13 +58,18 @@ func TestStarlarkTests(t *testing.T) {
 	if len(files) < 3 {
 		t.Errorf("found %d *_test.star files in the examples, want at least 3", len(files))
 	}
-	var out strings.Builder
-	if !startest.Run(context.Background(), files, &out, &startest.Options{Verbose: true}) {
-		t.Errorf("starpod test examples/... failed:\n%s", out.String())
+	for _, off := range []bool{false, true} {
+		fast.Off = off
+		var out strings.Builder
+		ok := startest.Run(context.Background(), files, &out, &startest.Options{Verbose: true})
+		fast.Off = false
+		if !ok {
+			t.Errorf("starpod test examples/... (fast paths off: %v) failed:\n%s", off, out.String())
+		}
 	}
 }
 
-func runExample(t *testing.T, e *exampletest.Example) {
+func runExample(t *testing.T, e *exampletest.Example, update bool) {
 	o, err := e.Compile(context.Background(), engine.Options{Validation: engine.ValidatePod})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +82,7 @@ func runExample(t *testing.T, e *exampletest.Example) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
+	if update {
 		if err := os.WriteFile(e.Expected, gotYAML, 0o644); err != nil {
 			t.Fatal(err)
 		}

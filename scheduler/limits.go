@@ -6,11 +6,11 @@ package scheduler
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/starpod/starpod/internal/yamlfile"
 	"strconv"
 	"strings"
 
 	"github.com/starpod/starpod/internal/bound"
-	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
@@ -39,85 +39,13 @@ const (
 	// AliasFactor, MinAliasValues and MaxAliasValues bound what YAML aliases add to a spec:
 	// the values that an alias stands for count each time the alias is used, and together
 	// they may be at most AliasFactor times the values written in the spec, but never
-	// fewer than MinAliasValues nor more than MaxAliasValues. This is the budget of
-	// go.yaml.in/yaml/v3's decoder (allowedAliasRatio: 99% of what it decodes may come
-	// from aliases in a small document), which kube-apiserver relies on too, with a
-	// ceiling: 100,000 values decode in about 20 MiB, and are more than the 128 KiB of JSON
-	// that a job keeps of its spec can hold, so that no spec within the ceiling's reach
-	// is refused for it alone.
-	AliasFactor    = 100
-	MinAliasValues = 10_000
-	MaxAliasValues = 100_000
+	// fewer than MinAliasValues nor more than MaxAliasValues (see yamlfile.AliasFactor).
+	// 100,000 values are more than the 128 KiB of JSON that a job keeps of its spec can
+	// hold, so that no spec within the ceiling's reach is refused for it alone.
+	AliasFactor    = yamlfile.AliasFactor
+	MinAliasValues = yamlfile.MinAliasValues
+	MaxAliasValues = yamlfile.MaxAliasValues
 )
-
-// aliasBudget returns the number of values aliases may add to a spec of n values, and how
-// that number came about, for errors.
-func aliasBudget(n int) (int, string) {
-	switch limit := AliasFactor * n; {
-	case limit <= MinAliasValues:
-		return MinAliasValues, ""
-	case limit >= MaxAliasValues:
-		return MaxAliasValues, ""
-	default:
-		return limit, fmt.Sprintf(" (%d times the %d values written in the spec)", AliasFactor, n)
-	}
-}
-
-// aliasSizes counts the values of YAML node trees, following aliases, without decoding
-// them: each count is computed once per node, so that counting takes time in proportion to
-// the nodes written, however much the aliases expand. Counts stop growing at a cap above
-// MaxAliasValues, and an alias to a node that contains it counts as the cap.
-type aliasSizes struct {
-	size   map[*yaml.Node]int
-	inUse  map[*yaml.Node]bool
-	cyclic map[*yaml.Node]bool // the nodes that contain an alias to themselves or a node around them
-}
-
-// aliasCap is where counts stop growing: above any budget.
-const aliasCap = MaxAliasValues + 1
-
-// expanded returns the number of values of n with its aliases expanded, up to aliasCap.
-func (s *aliasSizes) expanded(n *yaml.Node) int {
-	if n.Kind == yaml.AliasNode {
-		if n.Alias == nil {
-			return 1
-		}
-		return s.expanded(n.Alias)
-	}
-	if len(n.Content) == 0 {
-		return 1
-	}
-	if size, ok := s.size[n]; ok {
-		return size
-	}
-	if s.inUse[n] {
-		s.cyclic[n] = true // an alias inside the value it names
-		return aliasCap
-	}
-	if s.size == nil {
-		s.size, s.inUse, s.cyclic = make(map[*yaml.Node]int), make(map[*yaml.Node]bool), make(map[*yaml.Node]bool)
-	}
-	s.inUse[n] = true
-	size := 1
-	for _, c := range n.Content {
-		size = min(size+s.expanded(c), aliasCap)
-		if t := c; t.Kind == yaml.AliasNode && t.Alias != nil && s.cyclic[t.Alias] || s.cyclic[c] {
-			s.cyclic[n] = true
-		}
-	}
-	delete(s.inUse, n)
-	s.size[n] = size
-	return size
-}
-
-// countNodes returns the number of nodes written in the tree n, not following aliases.
-func countNodes(n *yaml.Node) int {
-	count := 1
-	for _, c := range n.Content {
-		count += countNodes(c)
-	}
-	return count
-}
 
 // A JobSizeError reports a job whose JSON, with the overlays applied, is larger than the API
 // server accepts. A job too large already from its spec is reported as a *SpecError, with
@@ -132,12 +60,6 @@ func (e *JobSizeError) Error() string {
 		e.File, bound.FormatSize(e.Limit))
 }
 
-// limitError returns a field error of the type given (field.ErrorTypeTooMany or
-// field.ErrorTypeTooLong) with the detail as it is: a limit of this file passed at p.
-func limitError(t field.ErrorType, p *field.Path, detail string) *field.Error {
-	return &field.Error{Type: t, Field: p.String(), Detail: detail}
-}
-
 // validateTasks checks that the roles have at most MaxTasks replicas together.
 func (app *App) validateTasks() *field.Error {
 	total := 0
@@ -150,7 +72,7 @@ func (app *App) validateTasks() *field.Error {
 	if total <= MaxTasks {
 		return nil
 	}
-	return limitError(field.ErrorTypeTooMany, field.NewPath("roles"), fmt.Sprintf(
+	return yamlfile.LimitError(field.ErrorTypeTooMany, field.NewPath("roles"), fmt.Sprintf(
 		"got %d replicas in all, want at most %d: each replica is a task of one Volcano Job, which must fit in the %s the API server accepts",
 		total, MaxTasks, bound.FormatSize(MaxJobBytes)))
 }
@@ -183,7 +105,7 @@ func (b *builder) estimate(head int64) (*field.Error, error) {
 	detail := fmt.Sprintf("after macro expansion the job is larger than the limit of %s the API server accepts",
 		bound.FormatSize(MaxJobBytes))
 	if 2*largest <= total-head {
-		return limitError(field.ErrorTypeTooLong, p, fmt.Sprintf("%s: %d replicas in all", detail, tasks)), nil
+		return yamlfile.LimitError(field.ErrorTypeTooLong, p, fmt.Sprintf("%s: %d replicas in all", detail, tasks)), nil
 	}
 	r := &b.app.Roles[worst]
 	n := r.Replicas()
@@ -199,7 +121,7 @@ func (b *builder) estimate(head int64) (*field.Error, error) {
 	} else {
 		detail += fmt.Sprintf(": one replica of about %s", formatApprox(per))
 	}
-	return limitError(field.ErrorTypeTooLong, p, detail), nil
+	return yamlfile.LimitError(field.ErrorTypeTooLong, p, detail), nil
 }
 
 // jobSize returns the size of the JSON of the job of the app before overlays, whose JSON

@@ -86,18 +86,3 @@ func TestExpandedLen(t *testing.T) {
 		}
 	}
 }
-
-// TestQuote checks that errors quote long values cut short, never inside a rune.
-func TestQuote(t *testing.T) {
-	long := strings.Repeat("é", maxQuoted) // two bytes each
-	for _, test := range []struct{ in, want string }{
-		{"short", `"short"`},
-		{strings.Repeat("a", maxQuoted), `"` + strings.Repeat("a", maxQuoted) + `"`},
-		{strings.Repeat("a", maxQuoted+1), `"` + strings.Repeat("a", maxQuoted) + `"... (257 bytes)`},
-		{"a" + long, `"a` + strings.Repeat("é", maxQuoted/2-1) + `"... (513 bytes)`},
-	} {
-		if got := quote(test.in); got != test.want {
-			t.Errorf("quote(%.20q...) = %.40s..., want %.40s...", test.in, got, test.want)
-		}
-	}
-}

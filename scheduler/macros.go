@@ -4,6 +4,7 @@ package scheduler
 
 import (
 	"fmt"
+	"github.com/starpod/starpod/internal/yamlfile"
 	"strings"
 
 	"github.com/starpod/starpod/internal/spell"
@@ -99,7 +100,7 @@ func checkMacros(s string, p *field.Path, inArgs bool) field.ErrorList {
 				seen = make(map[string]bool)
 			}
 			seen[name] = true
-			detail := fmt.Sprintf("unknown macro ${%s}", shorten(name))
+			detail := fmt.Sprintf("unknown macro ${%s}", yamlfile.Shorten(name))
 			if near := spell.Nearest(name, macroNames); near != "" {
 				detail += fmt.Sprintf("; did you mean ${%s}?", near)
 			} else {

@@ -3,10 +3,9 @@ package scheduler
 // This file defines the app spec types and their loading and validation.
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/starpod/starpod/internal/yamlfile"
 	"io/fs"
 	"math"
 	"path/filepath"
@@ -45,8 +44,7 @@ func (app *App) position(p *field.Path) Position {
 	if app.pos == nil {
 		return Position{}
 	}
-	d := decoder{pos: app.pos}
-	return d.position(p.String())
+	return yamlfile.PositionOf(app.pos, p.String())
 }
 
 // A Role is a set of identical replicas, each run as one pod. It mirrors TorchX's Role.
@@ -171,76 +169,30 @@ func readFile(name string, limit int64, what string) ([]byte, error) {
 // error: [Build] and [Render] report its problems together with those of the overlays the
 // app names and of the app id, and build no job.
 func ParseApp(name string, data []byte) (*App, error) {
-	if len(data) > MaxSpecFile {
-		return nil, &SpecError{File: name, Errors: FieldErrors{{Err: limitError(field.ErrorTypeTooLong, nil,
-			fmt.Sprintf("the app spec is larger than the limit of %s", bound.FormatSize(MaxSpecFile)))}}}
+	root, err := yamlfile.Parse(name, data, &yamlfile.Options{What: "app spec", MaxBytes: MaxSpecFile, NoEmpty: true})
+	if err != nil {
+		return nil, &SpecError{File: name, Errors: err.(*yamlfile.Error).Errors}
 	}
-	d := &decoder{pos: make(map[string]Position)}
+	d := yamlfile.NewDecoder(root, "spec")
+	d.Hooks = map[reflect.Type]func(*yamlfile.Decoder, *yaml.Node, reflect.Value, *field.Path){envVarsType: decodeEnv}
 	app := &App{Dir: ".", File: name}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	switch err := dec.Decode(&doc); {
-	case errors.Is(err, io.EOF):
-		return nil, &SpecError{File: name, Errors: FieldErrors{{Err: field.Required(nil, "got an empty file, want an app spec")}}}
-	case err != nil:
-		return nil, &SpecError{File: name, Errors: FieldErrors{yamlError(err)}}
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, &SpecError{File: name, Errors: FieldErrors{{Pos: nodePos(&extra),
-			Err: field.Invalid(nil, nil, "got several YAML documents, want one")}}}
-	}
-	d.aliasLimit, d.aliasNote = aliasBudget(countNodes(doc.Content[0]))
-	d.decode(doc.Content[0], reflect.ValueOf(app).Elem(), nil)
-	// Validate what was decoded too, so that every problem is reported at once, but leave
-	// out what would only repeat a decoding error, and all of it if the aliases stopped the
+	d.Decode(root, reflect.ValueOf(app).Elem(), nil)
+	// Check what was decoded too, so that every problem is reported at once, but leave out
+	// what would only repeat a decoding error, and all of it if the aliases stopped the
 	// decoding half-way.
-	if !d.stopped {
+	if !d.Stopped() {
 		for _, err := range app.validate() {
-			if !d.isTainted(err.Field) {
-				d.errs = append(d.errs, &FieldError{Pos: d.position(err.Field), Err: err})
-			}
+			d.AddAt(err)
 		}
 	}
-	// Report in file order.
-	slices.SortStableFunc(d.errs, func(a, b *FieldError) int {
-		if a.Pos.Line != b.Pos.Line {
-			return a.Pos.Line - b.Pos.Line
-		}
-		return a.Pos.Col - b.Pos.Col
-	})
-	app.pos = d.pos
-	if len(d.errs) > 0 {
-		app.errs = &SpecError{File: name, Errors: d.errs}
+	errs := d.Errors()
+	errs.Sort()
+	app.pos = d.Positions()
+	if len(errs) > 0 {
+		app.errs = &SpecError{File: name, Errors: errs}
 		return app, app.errs
 	}
 	return app, nil
-}
-
-// position returns the position of the value at the field path p, or of its nearest
-// ancestor that has one.
-func (d *decoder) position(p string) Position {
-	for {
-		if pos, ok := d.pos[p]; ok {
-			return pos
-		}
-		i := strings.LastIndexAny(p, ".[")
-		if i < 0 {
-			return d.pos[rootPath]
-		}
-		p = p[:i]
-	}
-}
-
-// yamlError turns a YAML syntax error into a FieldError with its line.
-func yamlError(err error) *FieldError {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	var line int
-	if n, _ := fmt.Sscanf(msg, "line %d:", &line); n == 1 {
-		_, msg, _ = strings.Cut(msg, ": ")
-		return &FieldError{Pos: Position{Line: line, Col: 1}, Err: field.Invalid(nil, nil, msg)}
-	}
-	return &FieldError{Err: field.Invalid(nil, nil, msg)}
 }
 
 // validate checks the decoded app and returns every problem.
@@ -542,4 +494,26 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+var envVarsType = reflect.TypeFor[[]EnvVar]()
+
+// decodeEnv decodes a mapping of names to strings into []EnvVar, keeping the order.
+func decodeEnv(d *yamlfile.Decoder, node *yaml.Node, v reflect.Value, path *field.Path) {
+	if node.Kind != yaml.MappingNode {
+		d.Add(node, field.TypeInvalid(path, nil, fmt.Sprintf("got %s, want mapping", yamlfile.KindName(node))))
+		return
+	}
+	var env []EnvVar
+	d.EachKey(node, path, path.Key, func(key string, _, val *yaml.Node) {
+		val, ok := d.Follow(val, path.Key(key))
+		if !ok {
+			return
+		}
+		d.SetPosition(path.Key(key), val)
+		if s, ok := d.Scalar(val, path.Key(key), "!!str", "string"); ok {
+			env = append(env, EnvVar{Name: key, Value: s})
+		}
+	})
+	v.Set(reflect.ValueOf(env))
 }

@@ -35,12 +35,6 @@ func scalarText(s string, col int) (string, bool) {
 	return t, true
 }
 
-// quotesDigits reports whether s is digits that the YAML library reads as an int or a float,
-// which it quotes with double quotes: all of them but numbers too large for a float.
-func quotesDigits(s string) bool {
-	return len(s) > 0 && len(s) <= 300 && isDigits(s)
-}
-
 // isPlain reports whether the YAML library writes s as it is: s starts with a letter or /, has
 // only letters, digits and . _ / - = and colons not at its end, and is not a word such as
 // "yes" that reads as something other than a string.

@@ -14,7 +14,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 )
@@ -50,16 +49,6 @@ func WriteFrame(w *bufio.Writer, kind byte, body ...[]byte) error {
 		}
 	}
 	return nil
-}
-
-// WriteJSONFrame writes one frame whose body is the JSON encoding of v to w, without flushing
-// it.
-func WriteJSONFrame(w *bufio.Writer, kind byte, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return WriteFrame(w, kind, data)
 }
 
 // A FrameReader reads frames.
