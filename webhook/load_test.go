@@ -261,4 +261,3 @@ func loadServer(b *testing.B, files map[string]string, opts *Options) (string, *
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
