@@ -172,6 +172,11 @@ func applyRule(ctx context.Context, r *rule, pods []*corev1.Pod, workloads []*en
 		defer t.release(true)
 		return runRule(ctx, r, pods, workloads)
 	}
+	// The run may outlast the admission, which then goes on with its pods.
+	own := make([]*corev1.Pod, len(pods))
+	for i, p := range pods {
+		own[i] = p.DeepCopy()
+	}
 	type answer struct {
 		pods      []*corev1.Pod
 		changedBy []string
@@ -183,7 +188,7 @@ func applyRule(ctx context.Context, r *rule, pods []*corev1.Pod, workloads []*en
 		run, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.backstop)
 		defer cancel()
 		var a answer
-		a.pods, a.changedBy, a.err = runRule(run, r, pods, workloads)
+		a.pods, a.changedBy, a.err = runRule(run, r, own, workloads)
 		t.release(true)
 		done <- a
 	}()

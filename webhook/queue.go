@@ -74,6 +74,9 @@ func (q *queue) estimate(now time.Time) time.Duration {
 // waiting before it would, at the measured pace, take longer than the time it has left, and
 // an error that wraps ctx.Err() if ctx ends while it waits.
 func (q *queue) acquire(ctx context.Context) (*ticket, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("waiting for a worker of the rule: %w", err)
+	}
 	arrived := time.Now()
 	q.mu.Lock()
 	if len(q.running) < q.n && len(q.waiting) == 0 {

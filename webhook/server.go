@@ -286,8 +286,10 @@ func (s *Server) serveMutate(w http.ResponseWriter, r *http.Request) {
 	deadline := start.Add(s.opts.RequestTimeout)
 	work := deadline.Add(-answerMargin(s.opts.RequestTimeout))
 	// ErrNotSupported leaves the server's ReadTimeout to bound the body.
-	http.NewResponseController(w).SetReadDeadline(work)
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(work)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	rc.SetReadDeadline(time.Time{}) // the body is in: the connection's reads are the server's again
 	if err != nil {
 		code := http.StatusBadRequest
 		var tooBig *http.MaxBytesError
