@@ -289,8 +289,9 @@ func (s *Server) serveMutate(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(work)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	rc.SetReadDeadline(time.Time{}) // the body is in: the connection's reads are the server's again
 	if err != nil {
+		// Whatever the client has yet to send is not read: the connection closes.
+		w.Header().Set("Connection", "close")
 		code := http.StatusBadRequest
 		var tooBig *http.MaxBytesError
 		switch {
@@ -304,6 +305,7 @@ func (s *Server) serveMutate(w http.ResponseWriter, r *http.Request) {
 		s.badRequest(w, code, err, start)
 		return
 	}
+	rc.SetReadDeadline(time.Time{}) // the body is in: the connection's reads are the server's again
 	select {
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
