@@ -19,10 +19,13 @@ type queue struct {
 	n int
 
 	mu      sync.Mutex
-	waiting []*waiter           // the admissions waiting, oldest first
-	running map[*ticket]bool    // the admissions running the overlays
-	service time.Duration       // the measured time an admission runs the overlays (moving average)
-	waited  func(time.Duration) // observes each admission's wait, if not nil
+	waiting []*waiter        // the admissions waiting, oldest first
+	running map[*ticket]bool // the admissions running the overlays
+	service time.Duration    // the measured time an admission runs the overlays (moving average)
+	// firsts counts the first turns, one per worker, which are not measured: a worker's first
+	// turn starts it and compiles the overlays in it.
+	firsts int
+	waited func(time.Duration) // observes each admission's wait, if not nil
 }
 
 // A waiter is an admission waiting in a queue. Its turn comes with t set, and granted closed.
@@ -136,7 +139,9 @@ func (t *ticket) release(measured bool) {
 		return
 	}
 	delete(q.running, t)
-	if measured {
+	if measured && q.firsts < q.n {
+		q.firsts++
+	} else if measured {
 		d := time.Since(t.start)
 		if q.service == 0 {
 			q.service = d
