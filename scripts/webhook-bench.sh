@@ -6,7 +6,11 @@
 # the API server calls webhooks:
 #
 #   - closed loop: 1, 4, 16 and 64 clients, each sending its next review once it has its answer;
-#   - open loop: 500 and 1,000 reviews a second, each sent at its time whatever the answers.
+#   - open loop: 500 and 1,000 reviews a second, and twice what 16 clients got, each sent at its
+#     time whatever the answers;
+#   - 4 clients beside 64 that send their headers and then trickle their bodies, a byte every
+#     100ms, and beside 2 that send another rule's memory bomb (whose workers die and are
+#     replaced: the restarts of that row are the bomb's).
 #
 # Every answer is checked: allowed with the overlay's patch, for the review's uid, or refused
 # (429, or denied); any other answer fails the run. Each case runs for DURATION (default 5s) on a
@@ -21,18 +25,22 @@ out=$(go test -run '^$' -bench '^BenchmarkLoad$' -benchtime 1x -count 1 -timeout
 	exit 1
 }
 after=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "| load ($duration each) | reviews/s | p50 | p99 | max | sent | refused | worker restarts |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+echo "| load ($duration each) | reviews/s | p50 | p99 | max | sent | refused (429) | slowest refusal | worker restarts |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 echo "$out" | awk '
 /^BenchmarkLoad\// {
 	name = $1
 	sub(/^BenchmarkLoad\//, "", name)
 	sub(/-[0-9]+$/, "", name)
-	if (name ~ /^closed-/) { n = name; sub(/^closed-/, "", n); label = "closed loop, " n (n == 1 ? " client" : " clients") }
-	else { r = name; sub(/^open-/, "", r); label = "open loop at " r }
 	delete v
 	for (i = 3; i < NF; i += 2) v[$(i + 1)] = $i
-	printf "| %s | %d | %.1f ms | %.1f ms | %.1f ms | %d | %d | %d |\n", label, v["reviews/s"], v["p50-ms"], v["p99-ms"], v["max-ms"], v["sent"], v["refused"], v["restarts"]
+	if (name ~ /^closed-/) { n = name; sub(/^closed-/, "", n); label = "closed loop, " n (n == 1 ? " client" : " clients") }
+	else if (name == "open-2x") label = sprintf("open loop at %d/s, twice what 16 clients got", v["offered/s"])
+	else if (name ~ /^open-/) { r = name; sub(/^open-/, "", r); label = "open loop at " r }
+	else if (name == "slow-clients") label = "4 clients beside 64 that trickle their bodies"
+	else if (name == "beside-bomb") label = "4 clients beside 2 sending another rule'"'"'s memory bomb"
+	else label = name
+	printf "| %s | %d | %.1f ms | %.1f ms | %.1f ms | %d | %d (%d) | %.1f ms | %d |\n", label, v["reviews/s"], v["p50-ms"], v["p99-ms"], v["max-ms"], v["sent"], v["refused"], v["refused-429"], v["refused-max-ms"], v["restarts"]
 }'
 echo
 echo "$(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')); load average before: $before, after: $after."

@@ -7,6 +7,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -88,6 +90,8 @@ spec:
 type loadResult struct {
 	sent, served, refused int
 	lat                   []time.Duration // of the answers served
+	refusedMax            time.Duration   // the longest a refusal took
+	full                  int             // refusals with 429
 	elapsed               time.Duration
 	err                   error // the first answer that was wrong, not a refusal
 }
@@ -95,31 +99,37 @@ type loadResult struct {
 // check posts body and checks its answer: an AdmissionReview of uid that allows the pod with
 // a patch. It reports whether the webhook refused it (429, or denied it).
 func check(c *http.Client, url string, body []byte, uid string) (refused bool, err error) {
+	_, refused, err = checkWhy(c, url, body, uid)
+	return refused, err
+}
+
+// checkWhy is check, and says why the webhook refused: "429", or the denial's message.
+func checkWhy(c *http.Client, url string, body []byte, uid string) (why string, refused bool, err error) {
 	resp, err := c.Post(url, "application/json", bytes.NewReader(body))
 	if err != nil {
-		return false, err
+		return "", false, err
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode == http.StatusTooManyRequests {
-		return true, nil
+		return "429", true, nil
 	}
 	if resp.StatusCode != http.StatusOK {
-		return false, fmt.Errorf("%d %s", resp.StatusCode, out)
+		return "", false, fmt.Errorf("%d %s", resp.StatusCode, out)
 	}
 	var r admissionv1.AdmissionReview
 	if err := json.Unmarshal(out, &r); err != nil {
-		return false, err
+		return "", false, err
 	}
 	switch {
 	case r.Response == nil || string(r.Response.UID) != uid:
-		return false, fmt.Errorf("the answer %s is not of uid %s", out, uid)
+		return "", false, fmt.Errorf("the answer %s is not of uid %s", out, uid)
 	case !r.Response.Allowed:
-		return true, nil
+		return r.Response.Result.Message, true, nil
 	case r.Response.Patch == nil || !bytes.Contains(r.Response.Patch, []byte(`"nvidia.com/gpu"`)):
-		return false, fmt.Errorf("the answer %s lacks the toleration", out)
+		return "", false, fmt.Errorf("the answer %s lacks the toleration", out)
 	}
-	return false, nil
+	return "", false, nil
 }
 
 // load sends reviews for d: from clients each waiting for its answer (closed loop), or, with
@@ -129,7 +139,7 @@ func load(c *http.Client, url string, body []byte, uid string, clients int, rate
 	var mu sync.Mutex
 	one := func() {
 		t0 := time.Now()
-		refused, err := check(c, url, body, uid)
+		why, refused, err := checkWhy(c, url, body, uid)
 		lat := time.Since(t0)
 		mu.Lock()
 		defer mu.Unlock()
@@ -141,6 +151,12 @@ func load(c *http.Client, url string, body []byte, uid string, clients int, rate
 			}
 		case refused:
 			res.refused++
+			res.refusedMax = max(res.refusedMax, lat)
+			if why == "429" {
+				res.full++
+			} else if os.Getenv("WEBHOOK_LOAD_DEBUG") != "" {
+				fmt.Fprintln(os.Stderr, "denied:", why)
+			}
 		default:
 			res.served++
 			res.lat = append(res.lat, lat)
@@ -184,56 +200,147 @@ func (r *loadResult) quantile(q float64) time.Duration {
 	return r.lat[int(float64(len(r.lat)-1)*q)]
 }
 
+// A loadCase is one case of BenchmarkLoad.
+type loadCase struct {
+	name     string
+	clients  int     // closed loop: clients each waiting for its answer
+	rate     float64 // open loop: reviews a second
+	overload bool    // open loop at twice what 16 clients got in a closed loop
+	slow     int     // clients that trickle their bodies meanwhile
+	bomb     bool    // two clients send another rule's memory bomb meanwhile
+}
+
 // BenchmarkLoad measures the webhook as served (overlays in worker processes of the rule's
-// own, the default limits) with the GPU overlay and a 3.6 KB review of a Deployment's pod:
-// closed loops of 1, 4, 16 and 64 clients, and open loops at 500 and 1,000 reviews a second,
-// each for -webhook-load-duration. Each answer is checked: allowed with the overlay's patch,
-// or refused (429, or denied); anything else fails the benchmark.
+// own, deploy/'s limits) with the GPU overlay and a 3.6 KB review of a Deployment's pod:
+// closed loops of 1, 4, 16 and 64 clients, open loops at 500 and 1,000 reviews a second and
+// at twice what 16 clients got, 4 clients beside 64 slow clients that trickle their bodies,
+// and 4 clients beside 2 that send another rule's memory bomb; each case for
+// -webhook-load-duration. Each answer is checked: allowed with the overlay's patch, or
+// refused (429, or denied); anything else fails the benchmark.
 func BenchmarkLoad(b *testing.B) {
 	overlay, err := os.ReadFile("../examples/gpu-tolerations/overlay.star")
 	if err != nil {
 		b.Fatal(err)
 	}
 	files := map[string]string{
-		"config.yaml":  "apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\nrules:\n- name: gpu\n  match: {namespaces: [ml]}\n  overlays: [overlay.star]\n",
+		"config.yaml": `apiVersion: starpod.dev/v1alpha1
+kind: WebhookConfig
+rules:
+- name: gpu
+  match: {namespaces: [ml]}
+  overlays: [overlay.star]
+- name: bomb
+  match: {namespaces: [bad]}
+  overlays: [bomb.star]
+`,
 		"overlay.star": string(overlay),
+		"bomb.star":    "def overlay(pod):\n    s = 'a' * ((1 << 30) - 1)\n",
 	}
 	req := podRequest(b, loadPod)
 	req.UID = "3f6c8f52-2b8e-4f43-9a0c-6f1f0d6b7e21"
 	body := reviewJSON(req)
+	bad := podRequest(b, strings.Replace(loadPod, "namespace: ml", "namespace: bad", 1))
+	badBody := reviewJSON(bad)
 	b.Logf("review of %d bytes", len(body))
-	for _, tc := range []struct {
-		name    string
-		clients int
-		rate    float64
-	}{
-		{"closed-1", 1, 0}, {"closed-4", 4, 0}, {"closed-16", 16, 0}, {"closed-64", 64, 0},
-		{"open-500/s", 0, 500}, {"open-1000/s", 0, 1000},
+	var closed16 float64
+	for _, tc := range []loadCase{
+		{name: "closed-1", clients: 1}, {name: "closed-4", clients: 4}, {name: "closed-16", clients: 16}, {name: "closed-64", clients: 64},
+		{name: "open-500/s", rate: 500}, {name: "open-1000/s", rate: 1000}, {name: "open-2x", overload: true},
+		{name: "slow-clients", clients: 4, slow: 64}, {name: "beside-bomb", clients: 4, bomb: true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			url, c, s := loadServer(b, files, &Options{Engine: engine.Options{Isolation: engine.WorkerProcess}})
+			url, c, s := loadServer(b, files, &Options{Engine: engine.Options{Isolation: engine.WorkerProcess, MaxMemory: 256 << 20}, WorkersPerRule: 2})
 			// Warm the connections and the workers.
 			for range 16 {
 				if _, err := check(c, url, body, string(req.UID)); err != nil {
 					b.Fatal(err)
 				}
 			}
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for range tc.slow {
+				wg.Go(func() { trickle(url, stop) })
+			}
+			if tc.bomb {
+				for range 2 {
+					wg.Go(func() {
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							if refused, err := check(c, url, badBody, string(bad.UID)); err != nil || !refused {
+								b.Errorf("the bomb was not denied: %v", err)
+								return
+							}
+						}
+					})
+				}
+			}
+			rate := tc.rate
+			if tc.overload {
+				rate = 2 * closed16
+			}
 			b.ResetTimer()
-			r := load(c, url, body, string(req.UID), tc.clients, tc.rate, *loadDuration)
+			r := load(c, url, body, string(req.UID), tc.clients, rate, *loadDuration)
 			b.StopTimer()
+			close(stop)
+			wg.Wait()
 			if r.err != nil {
 				b.Fatal(r.err)
 			}
-			b.ReportMetric(float64(r.served)/r.elapsed.Seconds(), "reviews/s")
+			served := float64(r.served) / r.elapsed.Seconds()
+			if tc.name == "closed-16" {
+				closed16 = served
+			}
+			b.ReportMetric(served, "reviews/s")
+			b.ReportMetric(rate, "offered/s")
 			b.ReportMetric(ms(r.quantile(0.5)), "p50-ms")
 			b.ReportMetric(ms(r.quantile(0.99)), "p99-ms")
 			b.ReportMetric(ms(r.quantile(1)), "max-ms")
 			b.ReportMetric(float64(r.sent), "sent")
 			b.ReportMetric(float64(r.refused), "refused")
-			// Workers started beyond the pool's size replaced workers that died or were killed.
-			b.ReportMetric(float64(s.workerStats().Started-s.opts.workers()), "restarts")
+			b.ReportMetric(float64(r.full), "refused-429")
+			b.ReportMetric(ms(r.refusedMax), "refused-max-ms")
+			// Workers started beyond the pools' sizes replaced workers that died or were killed.
+			b.ReportMetric(float64(s.workerStats().Started-2*s.opts.workers()), "restarts")
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// trickle is a client that sends a review's headers and then its body a byte every 100ms,
+// until stop, over connections of its own (HTTP/1.1), one after another.
+func trickle(url string, stop chan struct{}) {
+	host := strings.TrimSuffix(strings.TrimPrefix(url, "https://"), "/mutate")
+	for {
+		conn, err := tls.Dial("tcp", host, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(conn, "POST /mutate HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{")
+		answered := make(chan struct{})
+		go func() {
+			io.Copy(io.Discard, conn)
+			close(answered)
+		}()
+		tick := time.NewTicker(100 * time.Millisecond)
+	send:
+		for {
+			select {
+			case <-stop:
+				tick.Stop()
+				conn.Close()
+				return
+			case <-answered:
+				break send
+			case <-tick.C:
+				conn.Write([]byte(" "))
+			}
+		}
+		tick.Stop()
+		conn.Close()
 	}
 }
 
