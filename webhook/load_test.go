@@ -9,11 +9,13 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -92,6 +94,7 @@ type loadResult struct {
 	lat                   []time.Duration // of the answers served
 	refusedMax            time.Duration   // the longest a refusal took
 	full                  int             // refusals with 429
+	lost                  int             // requests that got no answer
 	elapsed               time.Duration
 	err                   error // the first answer that was wrong, not a refusal
 }
@@ -134,17 +137,20 @@ func checkWhy(c *http.Client, url string, body []byte, uid string) (why string, 
 
 // load sends reviews for d: from clients each waiting for its answer (closed loop), or, with
 // rate above zero, at rate a second whatever the answers (open loop).
-func load(c *http.Client, url string, body []byte, uid string, clients int, rate float64, d time.Duration) *loadResult {
+func load(c *http.Client, target string, body []byte, uid string, clients int, rate float64, d time.Duration) *loadResult {
 	res := &loadResult{}
 	var mu sync.Mutex
 	one := func() {
 		t0 := time.Now()
-		why, refused, err := checkWhy(c, url, body, uid)
+		why, refused, err := checkWhy(c, target, body, uid)
 		lat := time.Since(t0)
 		mu.Lock()
 		defer mu.Unlock()
 		res.sent++
 		switch {
+		case errors.As(err, new(*url.Error)):
+			// No answer came (the connection broke): counted, not checked.
+			res.lost++
 		case err != nil:
 			if res.err == nil {
 				res.err = err
@@ -302,6 +308,7 @@ rules:
 			b.ReportMetric(float64(r.sent), "sent")
 			b.ReportMetric(float64(r.refused), "refused")
 			b.ReportMetric(float64(r.full), "refused-429")
+			b.ReportMetric(float64(r.lost), "lost")
 			b.ReportMetric(ms(r.refusedMax), "refused-max-ms")
 			// Workers started beyond the pools' sizes replaced workers that died or were killed.
 			b.ReportMetric(float64(s.workerStats().Started-2*s.opts.workers()), "restarts")
