@@ -2,7 +2,7 @@
 # Measures the webhook under load and prints one Markdown table, the one in docs/webhook.md:
 # webhook.BenchmarkLoad serves the GPU overlay (examples/gpu-tolerations) as `starpod webhook`
 # serves it (overlays in worker processes of the rule's own, the default limits) over TLS, and
-# sends a 3.6 KB AdmissionReview of a Deployment's pod over keep-alive connections, with HTTP/2 as
+# sends a 3.2 KB AdmissionReview of a Deployment's pod over keep-alive connections, with HTTP/2 as
 # the API server calls webhooks:
 #
 #   - closed loop: 1, 4, 16 and 64 clients, each sending its next review once it has its answer;

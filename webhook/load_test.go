@@ -32,7 +32,7 @@ import (
 
 var loadDuration = flag.Duration("webhook-load-duration", 5*time.Second, "how long each case of BenchmarkLoad sends reviews")
 
-// loadPod is a pod as a Deployment's controller creates it: its review is about 3.6 KB.
+// loadPod is a pod as a Deployment's controller creates it: its review is about 3.2 KB.
 const loadPod = `
 apiVersion: v1
 kind: Pod
@@ -217,7 +217,7 @@ type loadCase struct {
 }
 
 // BenchmarkLoad measures the webhook as served (overlays in worker processes of the rule's
-// own, deploy/'s limits) with the GPU overlay and a 3.6 KB review of a Deployment's pod:
+// own, deploy/'s limits) with the GPU overlay and a 3.2 KB review of a Deployment's pod:
 // closed loops of 1, 4, 16 and 64 clients, open loops at 500 and 1,000 reviews a second and
 // at twice what 16 clients got, 4 clients beside 64 slow clients that trickle their bodies,
 // and 4 clients beside 2 that send another rule's memory bomb; each case for
