@@ -15,10 +15,12 @@
 // (Server.Reload; Server.Run polls for changes). A config that does not compile is refused
 // and the last good one keeps serving. With engine.WorkerProcess isolation each rule runs
 // in worker processes of its own, so a rule whose overlay exhausts its memory or time fails
-// only the requests it matches. Requests are bounded: the body in size before it is
-// decoded, the work by a deadline below the API server's timeout, and the number at once,
-// beyond which requests are refused at once with 429 and the API server's failure policy
-// decides.
+// only the requests it matches. Requests are bounded: the body in size and time before it
+// is decoded, and before the request takes one of the slots of admissions at once, beyond
+// which requests are refused at once with 429 and the API server's failure policy decides;
+// the work by a deadline below the API server's timeout. Within it, each rule's admissions
+// wait in order for the rule's workers (queue.go), and one that the rule's measured pace says
+// cannot be served in time fails at once.
 //
 // Which pods of an object overlays change is decided in one place, decodeObject (object.go):
 // a Pod itself, or the pod templates of a workload as internal/workload finds them (the
