@@ -19,13 +19,11 @@ type queue struct {
 	n int
 
 	mu      sync.Mutex
-	waiting []*waiter        // the admissions waiting, oldest first
-	running map[*ticket]bool // the admissions running the overlays
-	service time.Duration    // the measured time an admission runs the overlays (moving average)
-	// firsts counts the first turns, one per worker, which are not measured: a worker's first
-	// turn starts it and compiles the overlays in it.
-	firsts int
-	waited func(time.Duration) // observes each admission's wait, if not nil
+	waiting []*waiter           // the admissions waiting, oldest first
+	running map[*ticket]bool    // the admissions running the overlays
+	service time.Duration       // the measured time an admission runs the overlays (moving average)
+	granted int                 // the turns given so far
+	waited  func(time.Duration) // observes each admission's wait, if not nil
 }
 
 // A waiter is an admission waiting in a queue. Its turn comes with t set, and granted closed.
@@ -38,6 +36,17 @@ type waiter struct {
 type ticket struct {
 	q     *queue
 	start time.Time
+	// first says it is one of the first n turns, one per worker, which start the workers and
+	// compile the overlays in them: their time is not the rule's pace.
+	first bool
+}
+
+// grant gives a turn that starts now. q.mu is held.
+func (q *queue) grant() *ticket {
+	t := &ticket{q: q, start: time.Now(), first: q.granted < q.n}
+	q.granted++
+	q.running[t] = true
+	return t
 }
 
 // newQueue returns a queue of n admissions at once.
@@ -59,12 +68,16 @@ func (e *slowError) Error() string {
 }
 
 // estimate returns what one admission takes to run the overlays: the measured average, or,
-// when every worker has been busy for longer, the time the youngest has been. q.mu is held.
+// when every worker has been busy for longer on turns past their first, the time the youngest
+// has been. q.mu is held.
 func (q *queue) estimate(now time.Time) time.Duration {
 	s := q.service
 	if len(q.running) >= q.n {
 		youngest := time.Duration(1<<63 - 1)
 		for t := range q.running {
+			if t.first {
+				return s
+			}
 			youngest = min(youngest, now.Sub(t.start))
 		}
 		s = max(s, youngest)
@@ -83,8 +96,7 @@ func (q *queue) acquire(ctx context.Context) (*ticket, error) {
 	arrived := time.Now()
 	q.mu.Lock()
 	if len(q.running) < q.n && len(q.waiting) == 0 {
-		t := &ticket{q: q, start: arrived}
-		q.running[t] = true
+		t := q.grant()
 		q.mu.Unlock()
 		q.observe(0)
 		return t, nil
@@ -139,9 +151,7 @@ func (t *ticket) release(measured bool) {
 		return
 	}
 	delete(q.running, t)
-	if measured && q.firsts < q.n {
-		q.firsts++
-	} else if measured {
+	if measured && !t.first {
 		d := time.Since(t.start)
 		if q.service == 0 {
 			q.service = d
@@ -152,8 +162,7 @@ func (t *ticket) release(measured bool) {
 	if len(q.waiting) > 0 {
 		w := q.waiting[0]
 		q.waiting = slices.Delete(q.waiting, 0, 1)
-		w.t = &ticket{q: q, start: time.Now()}
-		q.running[w.t] = true
+		w.t = q.grant()
 		close(w.granted)
 	}
 }
