@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/starpod/starpod/scheduler"
 )
@@ -49,6 +50,20 @@ func (c *Client) isJobSet(ctx context.Context, h Handle, err error) bool {
 		return false
 	}
 	return c.jobSets(c.namespaceOf(h)).get(ctx, h.AppID, new(jobset.JobSet)) == nil
+}
+
+// Locate returns h with its namespace filled in as Resolve does and, for a bare app id, the
+// scheduler of the object it names: a Volcano Job if there is one of that name, else a
+// JobSet if there is one. An app id that names neither is returned as it is.
+func (c *Client) Locate(ctx context.Context, h Handle) Handle {
+	h = c.Resolve(h)
+	if h.Scheduler != "" {
+		return h
+	}
+	if err := c.jobs(h.Namespace).get(ctx, h.AppID, new(vcbatch.Job)); err != nil && c.isJobSet(ctx, h, err) {
+		return asJobSet(h)
+	}
+	return h
 }
 
 // SubmitJobSet creates js on the cluster as [Client.Submit] creates a Volcano Job, and
@@ -456,7 +471,7 @@ func (c *Client) cancelJobSet(ctx context.Context, h Handle, opts OpOptions) (Ca
 	if err := c.jobSets(js.Namespace).patch(ctx, js.Name, patch, new(jobset.JobSet)); err != nil {
 		return 0, c.errorf(js.Namespace, "patch", err, "jobset %q (suspend)", js.Name)
 	}
-	return CancelRequested, nil
+	return CancelSuspended, nil
 }
 
 // madeByStarpod reports whether an object of these annotations has the app spec annotation.

@@ -204,6 +204,8 @@ const (
 	CancelPending
 	// CancelDone means the job was aborting, aborted or finished already.
 	CancelDone
+	// CancelSuspended means Cancel suspended a JobSet.
+	CancelSuspended
 )
 
 // Cancel stops the app h names the way Volcano intends: it creates a bus.volcano.sh/v1alpha1
