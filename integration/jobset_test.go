@@ -338,7 +338,8 @@ func TestJobSetLifecycle(t *testing.T) {
 }
 
 // TestJobSetWait: run --wait follows the JobSet until JobSet's controller marks it
-// Completed, showing progress on standard error; a failed JobSet exits 1 with its reason.
+// Completed, showing each change of state on standard error; a failed JobSet exits 1 with its
+// reason.
 func TestJobSetWait(t *testing.T) {
 	ns := namespace(t)
 	for _, c := range []struct {
@@ -348,25 +349,33 @@ func TestJobSetWait(t *testing.T) {
 		{"done", "Completed", "AllJobsCompleted", "SUCCEEDED", 0},
 		{"broke", "Failed", "FailedJobs", "FAILED", 1},
 	} {
-		done := make(chan result, 1)
-		go func() {
-			done <- starpod(t, append([]string{"run", "-s", "jobset", "--wait", "--app-id", c.name, "-n", ns}, ddpArgs...)...)
-		}()
-		err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			return getJobSet(t, ns, c.name) != nil, nil
-		})
-		if err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, starpodBin, append([]string{"run", "-s", "jobset", "--wait", "--app-id", c.name, "-n", ns}, ddpArgs...)...)
+		cmd.Dir = ".."
+		cmd.Env = []string{"HOME=" + t.TempDir(), "KUBECONFIG=" + kubeconfig}
+		var stdout, stderr syncBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		waitFor(t, &stderr, "train/1 UNKNOWN\n")
 		updateJobSetStatus(t, ns, c.name, func(s *jobset.JobSetStatus) {
 			s.ReplicatedJobsStatus = []jobset.ReplicatedJobStatus{{Name: "train", Active: 1}}
 		})
+		waitFor(t, &stderr, "train/1 PENDING\n")
 		updateJobSetStatus(t, ns, c.name, func(s *jobset.JobSetStatus) {
 			s.Conditions = []metav1.Condition{{Type: c.cond, Status: metav1.ConditionTrue, Reason: c.reason, Message: "the test says so",
 				LastTransitionTime: metav1.Now()}}
 			s.TerminalState = c.cond
 		})
-		r := <-done
+		err := cmd.Wait()
+		r := result{stdout: stdout.String(), stderr: stderr.String()}
+		if exit, ok := err.(*exec.ExitError); ok {
+			r.code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
 		if r.code != c.code || r.stdout != "jobset://"+ns+"/"+c.name+"\n" || !strings.Contains(r.stderr, c.state) {
 			t.Errorf("%s: run --wait: %s", c.name, r)
 		}
