@@ -321,3 +321,24 @@ roles:
 		t.Errorf("AppFromJobSet: %v %v", back, err)
 	}
 }
+
+// TestJobSetTooLarge: overlays that make the JobSet larger than the API server accepts give
+// a *JobSizeError, and no JobSet.
+func TestJobSetTooLarge(t *testing.T) {
+	app := writeApp(t, map[string]string{
+		"app.yaml": `name: grow
+overlays: [grow.star]
+roles:
+- {name: a, image: i, entrypoint: e, resource: {cpu: 1, mem_mb: 1}}
+- {name: b, image: i, entrypoint: e, resource: {cpu: 1, mem_mb: 1}}
+- {name: c, image: i, entrypoint: e, resource: {cpu: 1, mem_mb: 1}}
+- {name: d, image: i, entrypoint: e, resource: {cpu: 1, mem_mb: 1}}
+`,
+		"grow.star": "def overlay(pod):\n    pod[\"spec\"][\"containers\"][0][\"args\"] = [\"x\" * 900000]\n",
+	})
+	js, err := scheduler.BuildJobSet(context.Background(), app, scheduler.DefaultConfigFor(scheduler.SchedulerJobSet), scheduler.BuildOptions{AppID: "x"})
+	var se *scheduler.JobSizeError
+	if js != nil || !errors.As(err, &se) || se.Limit != scheduler.MaxJobBytes {
+		t.Errorf("got %v, want a *JobSizeError and no JobSet", err)
+	}
+}

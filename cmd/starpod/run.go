@@ -120,6 +120,7 @@ wins over the context's namespace.`,
 	f.register(fs, true)
 	fs.StringVarP(&f.scheduler, "scheduler", "s", "kubernetes", "`SCHEDULER` to run on: kubernetes (a Volcano Job) or jobset (a JobSet, queued by Kueue with --cfg queue=)")
 	fs.StringArrayVar(&f.cfg, "cfg", nil, "run options `KEY=VALUE,...` (repeatable; see starpod runopts SCHEDULER)")
+	cmd.RegisterFlagCompletionFunc("scheduler", cobra.FixedCompletions(scheduler.Schedulers, cobra.ShellCompDirectiveNoFileComp))
 	fs.StringVar(&f.dryRun, "dry-run", "none", "`MODE`: client prints the job without contacting a cluster, server has the API server check it")
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.BoolVar(&f.diff, "diff", false, "with --dry-run: print a unified diff of each task's pod before and after the overlays instead of the job (exit 0 whether or not anything changed)")
