@@ -88,8 +88,8 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 	}
 	c.File = path
 	for s := range c.RunOptions {
-		if s != scheduler.SchedulerKubernetes {
-			return nil, &ConfigError{File: path, Err: fmt.Errorf("run_options: unknown scheduler %q, want %s", s, scheduler.SchedulerKubernetes)}
+		if scheduler.OptionsOf(s) == nil {
+			return nil, &ConfigError{File: path, Err: fmt.Errorf("run_options: unknown scheduler %q, want %s", s, strings.Join(scheduler.Schedulers, " or "))}
 		}
 	}
 	for name := range c.Components {
