@@ -1,8 +1,9 @@
 package cluster
 
 // This file defines the requests that starpod makes of the API server, on the pods of
-// core/v1, the Jobs of batch.volcano.sh/v1alpha1 and the Commands of bus.volcano.sh/v1alpha1.
-// They are made with client-go's REST client and a scheme of these three groups alone, not
+// core/v1, the Jobs of batch.volcano.sh/v1alpha1, the Commands of bus.volcano.sh/v1alpha1,
+// the JobSets of jobset.x-k8s.io/v1alpha2 and the Jobs of batch/v1 that JobSets own. They
+// are made with client-go's REST client and a scheme of these groups alone, not
 // with the generated clientsets: those link and register every API group of Kubernetes, which
 // cost every starpod process, overlay workers included, some 9 MiB of memory at start.
 
@@ -13,13 +14,16 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcbus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 )
@@ -37,7 +41,9 @@ var apiCodecs = sync.OnceValue(func() codecs {
 	// As client-go's own scheme: Status and the other unversioned types of meta/v1.
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	// Each of these adds meta/v1's options and WatchEvent to its group version too.
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, vcbatch.AddToScheme, vcbus.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme, vcbatch.AddToScheme, vcbus.AddToScheme, jobset.AddToScheme, batchv1.AddToScheme,
+	} {
 		if err := add(scheme); err != nil {
 			panic(err) // the packages' own registrations do not fail
 		}
@@ -54,6 +60,8 @@ type clients struct {
 	core  *rest.RESTClient // core/v1: pods
 	batch *rest.RESTClient // batch.volcano.sh/v1alpha1: jobs
 	bus   *rest.RESTClient // bus.volcano.sh/v1alpha1: commands
+	sets  *rest.RESTClient // jobset.x-k8s.io/v1alpha2: jobsets
+	kjobs *rest.RESTClient // batch/v1: the Jobs of JobSets
 }
 
 // newClients returns the REST clients of cfg.
@@ -70,6 +78,12 @@ func newClients(cfg *rest.Config) (*clients, error) {
 		return nil, err
 	}
 	if cs.bus, err = restClient(cfg, hc, "/apis", vcbus.SchemeGroupVersion); err != nil {
+		return nil, err
+	}
+	if cs.sets, err = restClient(cfg, hc, "/apis", jobset.GroupVersion); err != nil {
+		return nil, err
+	}
+	if cs.kjobs, err = restClient(cfg, hc, "/apis", batchv1.SchemeGroupVersion); err != nil {
 		return nil, err
 	}
 	return &cs, nil
@@ -109,12 +123,23 @@ func (c *Client) pods(ns string) resource {
 	return resource{client: c.api.core, name: "pods", namespace: ns, protobuf: true}
 }
 
-// watchJobs watches the Volcano Jobs of namespace ns that opts select, with no timeout.
-func (c *Client) watchJobs(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
+// jobSets returns the JobSets of namespace ns, for ordinary requests.
+func (c *Client) jobSets(ns string) resource {
+	return resource{client: c.api.sets, name: "jobsets", namespace: ns}
+}
+
+// kubeJobs returns the Jobs (batch/v1) of namespace ns, for ordinary requests.
+func (c *Client) kubeJobs(ns string) resource {
+	return resource{client: c.api.kjobs, name: "jobs", namespace: ns, protobuf: true}
+}
+
+// watch watches the objects of resource of namespace ns that opts select, through client,
+// with no timeout.
+func (c *Client) watch(ctx context.Context, client *rest.RESTClient, resource, ns string, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	return c.stream.batch.Get().
+	return client.Get().
 		NamespaceIfScoped(ns, ns != "").
-		Resource("jobs").
+		Resource(resource).
 		VersionedParams(&opts, apiCodecs().params).
 		Timeout(listTimeout(opts)).
 		Watch(ctx)
@@ -172,6 +197,16 @@ func (r resource) list(ctx context.Context, opts metav1.ListOptions, into runtim
 	return r.request(http.MethodGet).
 		VersionedParams(&opts, apiCodecs().params).
 		Timeout(listTimeout(opts)).
+		Do(ctx).
+		Into(into)
+}
+
+// patch applies the merge patch data to the object called name.
+func (r resource) patch(ctx context.Context, name string, data []byte, into runtime.Object) error {
+	return r.request(http.MethodPatch).
+		Name(name).
+		SetHeader("Content-Type", string(types.MergePatchType)).
+		Body(data).
 		Do(ctx).
 		Into(into)
 }

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcbus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
@@ -197,7 +198,7 @@ func TestSubmitAlreadyExists(t *testing.T) {
 	if !errors.As(err, &exists) || !errors.As(err, &status) || !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("got error %v (%T), want an *AlreadyExistsError and an *errors.StatusError", err, err)
 	}
-	if exists.Handle != (Handle{"ml", "app"}) {
+	if exists.Handle != (Handle{"ml", "app", ""}) {
 		t.Errorf("got handle %s, want kubernetes://ml/app", exists.Handle)
 	}
 }
@@ -233,6 +234,18 @@ func TestListRequest(t *testing.T) {
 				Items:    []vcbatch.Job{*b, *a, *c},
 			})
 		},
+		// The JobSets are listed too: one waiting for Kueue.
+		"GET /apis/jobset.x-k8s.io/v1alpha2/jobsets": func(w http.ResponseWriter, r *http.Request) {
+			d := jobset.JobSet{
+				ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "dev", CreationTimestamp: metav1.NewTime(t0.Add(time.Second)),
+					Labels: map[string]string{scheduler.LabelKueueQueue: "q"}},
+				Spec: jobset.JobSetSpec{Suspend: ptr(true)},
+			}
+			reply(t, w, http.StatusOK, jobset.JobSetList{
+				TypeMeta: metav1.TypeMeta{Kind: "JobSetList", APIVersion: "jobset.x-k8s.io/v1alpha2"},
+				Items:    []jobset.JobSet{d},
+			})
+		},
 	})
 	got, err := c.List(context.Background(), ListOptions{AllNamespaces: true})
 	if err != nil {
@@ -243,11 +256,16 @@ func TestListRequest(t *testing.T) {
 		ids = append(ids, st.Namespace+"/"+st.AppID+" "+string(st.State))
 	}
 	// Newest first across namespaces; apps of the same second by namespace, then app id.
-	if diff := cmp.Diff([]string{"dev/c PENDING", "ml/a RUNNING", "dev/b SUCCEEDED"}, ids); diff != "" {
+	if diff := cmp.Diff([]string{"dev/c PENDING", "ml/a RUNNING", "dev/d PENDING", "dev/b SUCCEEDED"}, ids); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
 	}
 	// A list sends no timeout, as client-go's typed clients do: the HTTP client's bounds it.
-	checkQuery(t, api.only(t), url.Values{"labelSelector": {labelManagedBy + "=" + managedByValue}})
+	if len(api.requests) != 2 {
+		t.Fatalf("got %d requests, want 2", len(api.requests))
+	}
+	for _, r := range api.requests {
+		checkQuery(t, r, url.Values{"labelSelector": {labelManagedBy + "=" + managedByValue}})
+	}
 }
 
 func TestDeleteRequest(t *testing.T) {
@@ -259,7 +277,7 @@ func TestDeleteRequest(t *testing.T) {
 			reply(t, w, http.StatusOK, job("app", vcbatch.Running))
 		},
 	})
-	if err := c.Delete(context.Background(), Handle{"ml", "app"}, OpOptions{}); err != nil {
+	if err := c.Delete(context.Background(), Handle{"ml", "app", ""}, OpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"GET " + jobsPath + "/app", "DELETE " + jobsPath + "/app"}, api.calls()); diff != "" {
@@ -294,7 +312,7 @@ func TestRefuseForeignJob(t *testing.T) {
 			})
 		},
 	})
-	h := Handle{"ml", "other"}
+	h := Handle{"ml", "other", ""}
 	_, err := c.Cancel(context.Background(), h, OpOptions{})
 	var e *Error
 	if !errors.Is(err, ErrNotStarpod) || !errors.As(err, &e) || e.Op != "cancel" {
@@ -351,7 +369,7 @@ func TestCancelStaleCommand(t *testing.T) {
 			reply(t, w, http.StatusOK, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess})
 		},
 	})
-	got, err := c.Cancel(context.Background(), Handle{"ml", "app"}, OpOptions{})
+	got, err := c.Cancel(context.Background(), Handle{"ml", "app", ""}, OpOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +419,7 @@ func TestLogsRequests(t *testing.T) {
 	})
 	tail := int64(2)
 	var out strings.Builder
-	target := LogTarget{Handle: Handle{"ml", "app"}, Role: "trainer", Replica: 0}
+	target := LogTarget{Handle: Handle{"ml", "app", ""}, Role: "trainer", Replica: 0}
 	opts := LogOptions{Follow: true, Since: 90 * time.Second, Tail: &tail, Container: "main"}
 	if err := c.Logs(context.Background(), target, opts, &out); err != nil {
 		t.Fatal(err)
@@ -455,7 +473,7 @@ func TestWaitRequests(t *testing.T) {
 		},
 	})
 	var states []string
-	st, err := c.Wait(context.Background(), Handle{"ml", "app"}, func(s Status) { states = append(states, string(s.State)) })
+	st, err := c.Wait(context.Background(), Handle{"ml", "app", ""}, func(s Status) { states = append(states, string(s.State)) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -533,3 +551,5 @@ func TestAPIPaths(t *testing.T) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

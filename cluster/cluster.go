@@ -1,5 +1,5 @@
-// Package cluster submits starpod apps to a Kubernetes cluster as Volcano Jobs and operates on
-// them afterwards: status, describe, logs, list, cancel and delete.
+// Package cluster submits starpod apps to a Kubernetes cluster as Volcano Jobs or JobSets and
+// operates on them afterwards: status, describe, logs, list, cancel and delete.
 //
 // To reach a cluster, use [Connect] with [Options]: the kubeconfig comes from
 // Options.Kubeconfig, else $KUBECONFIG, else ~/.kube/config, with Options.Context selecting a
@@ -7,7 +7,10 @@
 // namespace is Options.Namespace, else the context's, else "default".
 //
 // An app on a cluster is named by a [Handle], written kubernetes://<namespace>/<app_id>; the
-// app id is the name of its Volcano Job. Use [ParseHandle] to read one from the command line.
+// app id is the name of its Volcano Job. An app run as a JobSet is jobset://<namespace>/<app_id>
+// ([Client.SubmitJobSet] submits it); a bare app id names the Volcano Job of that name if there
+// is one, else the JobSet. Use [ParseHandle] to read one from the command line. The states of a
+// JobSet's app come from the JobSet, its Jobs and their pods ([StateOfJobSet]).
 //
 // The operations are methods of [Client]: [Client.Submit], [Client.Get], [Client.Status],
 // [Client.Wait], [Client.Logs], [Client.List], [Client.Cancel] and [Client.Delete]; to

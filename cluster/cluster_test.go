@@ -130,9 +130,9 @@ func TestErrorMessage(t *testing.T) {
 func TestAlreadyExists(t *testing.T) {
 	api := apierrors.NewAlreadyExists(schema.GroupResource{Group: "batch.volcano.sh", Resource: "jobs"}, "app")
 	err := error(&Error{Cluster: "c", Namespace: "ml", Op: "create", Object: `job "app"`,
-		Err: &existsError{AlreadyExistsError{Handle{"ml", "app"}}, api}})
+		Err: &existsError{AlreadyExistsError{Handle{"ml", "app", ""}}, api}})
 	var exists *AlreadyExistsError
-	if !errors.As(err, &exists) || exists.Handle != (Handle{"ml", "app"}) {
+	if !errors.As(err, &exists) || exists.Handle != (Handle{"ml", "app", ""}) {
 		t.Errorf("errors.As(%v, *AlreadyExistsError) failed", err)
 	}
 	if !apierrors.IsAlreadyExists(err) {

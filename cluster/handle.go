@@ -8,29 +8,45 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/starpod/starpod/scheduler"
 )
 
-// Scheme is the scheme of app handles.
-const Scheme = "kubernetes://"
+// Scheme is the scheme of the handles of apps run by Volcano; JobSetScheme that of apps run
+// as JobSets.
+const (
+	Scheme       = "kubernetes://"
+	JobSetScheme = scheduler.SchedulerJobSet + "://"
+)
 
-// A Handle names an app on a cluster: the namespace and name (app id) of its Volcano Job.
-// Its text form is kubernetes://<namespace>/<app_id>.
+// A Handle names an app on a cluster: the namespace and name (app id) of its Volcano Job or
+// JobSet. Its text form is kubernetes://<namespace>/<app_id> for a Volcano Job and
+// jobset://<namespace>/<app_id> for a JobSet.
 type Handle struct {
 	Namespace string // "" in a bare app id: the client's namespace applies
 	AppID     string
+	// Scheduler is "" for a Volcano Job (kubernetes://) or a bare app id, which names a
+	// Volcano Job if there is one, else a JobSet; scheduler.SchedulerJobSet for a JobSet.
+	Scheduler string
 }
 
-// String returns the handle as kubernetes://<namespace>/<app_id>, or the bare app id if it
-// has no namespace.
+// IsJobSet reports whether h names a JobSet.
+func (h Handle) IsJobSet() bool { return h.Scheduler == scheduler.SchedulerJobSet }
+
+// String returns the handle as kubernetes://<namespace>/<app_id> (or jobset://...), or the
+// bare app id if it has no namespace.
 func (h Handle) String() string {
 	if h.Namespace == "" {
 		return h.AppID
 	}
+	if h.IsJobSet() {
+		return JobSetScheme + h.Namespace + "/" + h.AppID
+	}
 	return Scheme + h.Namespace + "/" + h.AppID
 }
 
-// ParseHandle parses kubernetes://<namespace>/<app_id>, or a bare app id whose namespace is
-// left empty.
+// ParseHandle parses kubernetes://<namespace>/<app_id>, jobset://<namespace>/<app_id>, or a
+// bare app id whose namespace and scheduler are left empty.
 func ParseHandle(s string) (Handle, error) {
 	h, rest, err := parseHandlePrefix(s)
 	if err != nil {
@@ -40,7 +56,7 @@ func ParseHandle(s string) (Handle, error) {
 		if h.Namespace == "" {
 			return Handle{}, fmt.Errorf("handle %q: got %q, want an app id or %s<namespace>/<app_id>", s, s, Scheme)
 		}
-		return Handle{}, fmt.Errorf("handle %q: got %d path elements after %s, want <namespace>/<app_id>", s, 2+len(rest), Scheme)
+		return Handle{}, fmt.Errorf("handle %q: got %d path elements after %s, want <namespace>/<app_id>", s, 2+len(rest), h.scheme())
 	}
 	return h, nil
 }
@@ -96,10 +112,16 @@ func ParseLogTarget(s string) (LogTarget, error) {
 func parseHandlePrefix(s string) (Handle, []string, error) {
 	var h Handle
 	var parts []string
-	if after, ok := strings.CutPrefix(s, Scheme); ok {
+	after, ok := strings.CutPrefix(s, Scheme)
+	if !ok {
+		if after, ok = strings.CutPrefix(s, JobSetScheme); ok {
+			h.Scheduler = scheduler.SchedulerJobSet
+		}
+	}
+	if ok {
 		parts = strings.Split(after, "/")
 		if len(parts) < 2 {
-			return h, nil, fmt.Errorf("handle %q: got %d path element after %s, want <namespace>/<app_id>", s, len(parts), Scheme)
+			return h, nil, fmt.Errorf("handle %q: got %d path element after %s, want <namespace>/<app_id>", s, len(parts), h.scheme())
 		}
 		h.Namespace = parts[0]
 		if errs := validation.IsDNS1123Label(h.Namespace); len(errs) > 0 {
@@ -108,7 +130,7 @@ func parseHandlePrefix(s string) (Handle, []string, error) {
 		parts = parts[1:]
 	} else {
 		if i := strings.Index(s, "://"); i >= 0 {
-			return h, nil, fmt.Errorf("handle %q: got scheme %q, want %s<namespace>/<app_id>", s, s[:i+3], Scheme)
+			return h, nil, fmt.Errorf("handle %q: got scheme %q, want %s<namespace>/<app_id> or %s<namespace>/<app_id>", s, s[:i+3], Scheme, JobSetScheme)
 		}
 		parts = strings.Split(s, "/")
 	}
@@ -120,4 +142,12 @@ func parseHandlePrefix(s string) (Handle, []string, error) {
 		return h, nil, fmt.Errorf("handle %q: got app id %q, want a Kubernetes object name: %s", s, h.AppID, errs[0])
 	}
 	return h, parts[1:], nil
+}
+
+// scheme returns the scheme of h's text form.
+func (h Handle) scheme() string {
+	if h.IsJobSet() {
+		return JobSetScheme
+	}
+	return Scheme
 }

@@ -10,9 +10,9 @@ func TestParseHandle(t *testing.T) {
 		in   string
 		want Handle
 	}{
-		{"kubernetes://ml/llama-ft-x7k2", Handle{"ml", "llama-ft-x7k2"}},
-		{"kubernetes://default/a", Handle{"default", "a"}},
-		{"llama-ft-x7k2", Handle{"", "llama-ft-x7k2"}},
+		{"kubernetes://ml/llama-ft-x7k2", Handle{"ml", "llama-ft-x7k2", ""}},
+		{"kubernetes://default/a", Handle{"default", "a", ""}},
+		{"llama-ft-x7k2", Handle{"", "llama-ft-x7k2", ""}},
 	} {
 		got, err := ParseHandle(test.in)
 		if err != nil {
@@ -55,11 +55,11 @@ func TestParseLogTarget(t *testing.T) {
 		in   string
 		want LogTarget
 	}{
-		{"kubernetes://ml/app", LogTarget{Handle{"ml", "app"}, "", -1}},
-		{"kubernetes://ml/app/trainer", LogTarget{Handle{"ml", "app"}, "trainer", -1}},
-		{"kubernetes://ml/app/trainer/3", LogTarget{Handle{"ml", "app"}, "trainer", 3}},
-		{"app/trainer/0", LogTarget{Handle{"", "app"}, "trainer", 0}},
-		{"app", LogTarget{Handle{"", "app"}, "", -1}},
+		{"kubernetes://ml/app", LogTarget{Handle{"ml", "app", ""}, "", -1}},
+		{"kubernetes://ml/app/trainer", LogTarget{Handle{"ml", "app", ""}, "trainer", -1}},
+		{"kubernetes://ml/app/trainer/3", LogTarget{Handle{"ml", "app", ""}, "trainer", 3}},
+		{"app/trainer/0", LogTarget{Handle{"", "app", ""}, "trainer", 0}},
+		{"app", LogTarget{Handle{"", "app", ""}, "", -1}},
 	} {
 		got, err := ParseLogTarget(test.in)
 		if err != nil {

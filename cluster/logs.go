@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
 
@@ -43,25 +44,24 @@ type LogOptions struct {
 // lines of different containers interleave as they arrive. It reports the errors of every
 // container that could not be read, after writing what the others gave.
 func (c *Client) Logs(ctx context.Context, t LogTarget, opts LogOptions, w io.Writer) error {
-	job, err := c.Get(ctx, t.Handle)
+	src, err := c.logSource(ctx, t.Handle)
 	if err != nil {
 		return err
 	}
-	ns := job.Namespace
-	if err := checkTarget(job, t); err != nil {
-		return c.errorf(ns, "logs", err, "job %q", job.Name)
+	ns := src.namespace
+	if err := checkTarget(src.replicas, t); err != nil {
+		return c.errorf(ns, "logs", err, "%s", src.object)
 	}
-	sel := labels.Set{vcbatch.JobNameKey: job.Name}.String()
 	pods := new(corev1.PodList)
-	if err := c.pods(ns).list(ctx, metav1.ListOptions{LabelSelector: sel}, pods); err != nil {
-		return c.errorf(ns, "list", err, "pods of job %q (%s)", job.Name, sel)
+	if err := c.pods(ns).list(ctx, metav1.ListOptions{LabelSelector: src.selector}, pods); err != nil {
+		return c.errorf(ns, "list", err, "pods of %s (%s)", src.object, src.selector)
 	}
-	streams, err := logStreams(job, pods.Items, t, opts)
+	streams, err := logStreams(src.refOf, pods.Items, t, opts)
 	if err != nil {
-		return c.errorf(ns, "logs", err, "job %q", job.Name)
+		return c.errorf(ns, "logs", err, "%s", src.object)
 	}
 	if len(streams) == 0 {
-		st := StateOf(job)
+		st := src.status()
 		return c.errorf(ns, "logs", fmt.Errorf("no pods yet (app is %s%s)", st.State, phaseNote(st)), "%s", t)
 	}
 
@@ -102,16 +102,79 @@ func (c *Client) Logs(ctx context.Context, t LogTarget, opts LogOptions, w io.Wr
 	return errors.Join(errs...)
 }
 
-// checkTarget checks that the role and replica of t exist in job.
-func checkTarget(job *vcbatch.Job, t LogTarget) error {
+// A logSource is where the pods of an app are found, and which replica each is.
+type logSource struct {
+	namespace string
+	object    string       // the Volcano Job or JobSet, for errors: `job "x"`
+	replicas  []replicaRef // every replica of the app
+	selector  string       // the label selector of its pods
+	refOf     func(*corev1.Pod) (replicaRef, bool)
+	status    func() Status // the app's status, for errors
+}
+
+// logSource returns the log source of the app h names: its Volcano Job's, or its JobSet's.
+func (c *Client) logSource(ctx context.Context, h Handle) (*logSource, error) {
+	if !h.IsJobSet() {
+		job, err := c.Get(ctx, h)
+		if err == nil {
+			return &logSource{
+				namespace: job.Namespace,
+				object:    fmt.Sprintf("job %q", job.Name),
+				replicas:  jobReplicas(job),
+				selector:  labels.Set{vcbatch.JobNameKey: job.Name}.String(),
+				refOf:     jobPodRef(job),
+				status:    func() Status { return StateOf(job) },
+			}, nil
+		}
+		if !c.isJobSet(ctx, h, err) {
+			return nil, err
+		}
+		h = asJobSet(h)
+	}
+	js, err := c.GetJobSet(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	return &logSource{
+		namespace: js.Namespace,
+		object:    fmt.Sprintf("jobset %q", js.Name),
+		replicas:  jobSetReplicas(js),
+		selector:  labels.Set{jobset.JobSetNameKey: js.Name}.String(),
+		refOf:     jobSetPodRef(js),
+		status:    func() Status { return StateOfJobSet(js, nil, nil) },
+	}, nil
+}
+
+// jobReplicas returns the replicas of a Volcano Job: one per task.
+func jobReplicas(job *vcbatch.Job) []replicaRef {
+	refs := make([]replicaRef, len(job.Spec.Tasks))
+	for i, task := range job.Spec.Tasks {
+		refs[i] = taskReplica(task)
+	}
+	return refs
+}
+
+// jobPodRef returns the replica a pod of a Volcano Job is: its task's.
+func jobPodRef(job *vcbatch.Job) func(*corev1.Pod) (replicaRef, bool) {
+	tasks := map[string]replicaRef{}
+	for _, task := range job.Spec.Tasks {
+		tasks[task.Name] = taskReplica(task)
+	}
+	return func(pod *corev1.Pod) (replicaRef, bool) {
+		ref, ok := tasks[pod.Labels[vcbatch.TaskSpecKey]]
+		return ref, ok
+	}
+}
+
+// checkTarget checks that the role and replica of t are among the replicas refs.
+func checkTarget(refs []replicaRef, t LogTarget) error {
 	if t.Role == "" {
 		return nil
 	}
 	var roles []string
 	seen := map[string]bool{}
 	var replicas []int
-	for _, task := range job.Spec.Tasks {
-		ref := taskReplica(task)
+	for _, ref := range refs {
 		if !seen[ref.role] {
 			seen[ref.role] = true
 			roles = append(roles, ref.role)
@@ -160,17 +223,13 @@ type logStream struct {
 }
 
 // logStreams returns the containers of the pods whose logs t and opts select, in role,
-// replica and container order.
-func logStreams(job *vcbatch.Job, pods []corev1.Pod, t LogTarget, opts LogOptions) ([]logStream, error) {
-	tasks := map[string]replicaRef{}
-	for _, task := range job.Spec.Tasks {
-		tasks[task.Name] = taskReplica(task)
-	}
+// replica and container order; refOf says which replica a pod is, if any.
+func logStreams(refOf func(*corev1.Pod) (replicaRef, bool), pods []corev1.Pod, t LogTarget, opts LogOptions) ([]logStream, error) {
 	var out []logStream
 	for _, pod := range pods {
-		ref, ok := tasks[pod.Labels[vcbatch.TaskSpecKey]]
+		ref, ok := refOf(&pod)
 		if !ok {
-			continue // not a pod of one of this job's tasks
+			continue // not a pod of one of the app's replicas
 		}
 		if t.Role != "" && ref.role != t.Role || t.Replica >= 0 && ref.replica != t.Replica {
 			continue

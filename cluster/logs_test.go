@@ -127,7 +127,7 @@ func TestLogStreams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		streams, err := logStreams(job, pods, target, test.opts)
+		streams, err := logStreams(jobPodRef(job), pods, target, test.opts)
 		if err != nil {
 			t.Errorf("%s: %v", test.target, err)
 			continue
@@ -142,7 +142,7 @@ func TestLogStreams(t *testing.T) {
 	}
 
 	target, _ := ParseLogTarget("app/trainer/0")
-	_, err := logStreams(job, pods, target, LogOptions{Container: "proxy"})
+	_, err := logStreams(jobPodRef(job), pods, target, LogOptions{Container: "proxy"})
 	if want := `pod "app-trainer-0": got container "proxy", want one of main`; err == nil || err.Error() != want {
 		t.Errorf("missing container: got error %v, want %q", err, want)
 	}
@@ -162,7 +162,7 @@ func TestCheckTarget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = checkTarget(job, target)
+		err = checkTarget(jobReplicas(job), target)
 		got := ""
 		if err != nil {
 			got = err.Error()

@@ -11,6 +11,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	vcbus "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 
@@ -42,23 +44,40 @@ func (e *AlreadyExistsError) Error() string {
 // the API's error.
 func (c *Client) Submit(ctx context.Context, job *vcbatch.Job, opts SubmitOptions) (*vcbatch.Job, error) {
 	job = job.DeepCopy()
-	if job.Namespace == "" {
-		job.Namespace = c.namespace
+	got := new(vcbatch.Job)
+	if err := c.create(ctx, job, c.jobs, "job", "", opts, got); err != nil {
+		return nil, err
 	}
+	return got, nil
+}
+
+// An object is a Kubernetes object: a Volcano Job or a JobSet.
+type object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// create creates obj, of the kind named what, with the resource of its namespace that res
+// gives, as Submit does, and decodes what the API server answers into into. sched is the
+// scheduler of its handle.
+func (c *Client) create(ctx context.Context, obj object, res func(ns string) resource, what, sched string, opts SubmitOptions, into runtime.Object) error {
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(c.namespace)
+	}
+	ns := obj.GetNamespace()
 	// Strict: a field the cluster's CRD does not know is an error, not silently dropped, so
 	// that what is created is what was printed.
 	create := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
 	if opts.DryRun {
 		create.DryRun = []string{metav1.DryRunAll}
 	}
-	got := new(vcbatch.Job)
-	if err := c.jobs(job.Namespace).create(ctx, job, create, got); err != nil {
+	if err := res(ns).create(ctx, obj, create, into); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			err = &existsError{AlreadyExistsError{Handle{job.Namespace, job.Name}}, err}
+			err = &existsError{AlreadyExistsError{Handle{Namespace: ns, AppID: obj.GetName(), Scheduler: sched}}, err}
 		}
-		return nil, c.errorf(job.Namespace, "create", err, "job %q", job.Name)
+		return c.errorf(ns, "create", err, "%s %q", what, obj.GetName())
 	}
-	return got, nil
+	return nil
 }
 
 // existsError is an AlreadyExistsError that keeps the API's error as its cause.
@@ -95,11 +114,17 @@ func (c *Client) Get(ctx context.Context, h Handle) (*vcbatch.Job, error) {
 
 // Status returns the state of the app h names and of each of its replicas.
 func (c *Client) Status(ctx context.Context, h Handle) (Status, error) {
-	job, err := c.Get(ctx, h)
-	if err != nil {
-		return Status{}, err
+	if !h.IsJobSet() {
+		job, err := c.Get(ctx, h)
+		if err == nil {
+			return StateOf(job), nil
+		}
+		if !c.isJobSet(ctx, h, err) {
+			return Status{}, err
+		}
 	}
-	return StateOf(job), nil
+	_, st, err := c.jobSetStatus(ctx, asJobSet(h))
+	return st, err
 }
 
 // ListOptions are the options of [Client.List].
@@ -109,22 +134,31 @@ type ListOptions struct {
 }
 
 // List returns the status of every starpod app in the client's namespace (or in every
-// namespace), newest first, then by namespace and app id. Only the Volcano Jobs that starpod
-// launched are listed.
+// namespace), newest first, then by namespace and app id. Only the Volcano Jobs and JobSets
+// that starpod launched are listed; the replicas of a JobSet's app follow the JobSet's state
+// alone (see StateOfJobSet), without reading its Jobs and pods.
 func (c *Client) List(ctx context.Context, opts ListOptions) ([]Status, error) {
 	ns := c.namespace
 	if opts.AllNamespaces {
 		ns = metav1.NamespaceAll
 	}
 	sel := labelManagedBy + "=" + managedByValue
+	sets, err := c.listJobSets(ctx, ns, sel)
+	if err != nil {
+		return nil, err
+	}
 	list := new(vcbatch.JobList)
 	if err := c.jobs(ns).list(ctx, metav1.ListOptions{LabelSelector: sel}, list); err != nil {
-		return nil, c.errorf(ns, "list", err, "jobs (%s)", sel)
+		// A cluster of JobSets without Volcano lists its JobSets.
+		if !apierrors.IsNotFound(err) || sets == nil {
+			return nil, c.errorf(ns, "list", err, "jobs (%s)", sel)
+		}
 	}
-	out := make([]Status, 0, len(list.Items))
+	out := make([]Status, 0, len(list.Items)+len(sets))
 	for i := range list.Items {
 		out = append(out, StateOf(&list.Items[i]))
 	}
+	out = append(out, sets...)
 	sortNewest(out)
 	return out, nil
 }
@@ -150,8 +184,7 @@ var ErrNotStarpod = errors.New("not made by starpod (no " + scheduler.Annotation
 // MadeByStarpod reports whether starpod made job: whether it has the app spec annotation
 // that [scheduler.AppFromJob] reads back, as "starpod describe" tells.
 func MadeByStarpod(job *vcbatch.Job) bool {
-	_, ok := job.Annotations[scheduler.AnnotationAppSpec]
-	return ok
+	return madeByStarpod(job.Annotations)
 }
 
 // OpOptions are the options of [Client.Cancel] and [Client.Delete].
@@ -171,6 +204,8 @@ const (
 	CancelPending
 	// CancelDone means the job was aborting, aborted or finished already.
 	CancelDone
+	// CancelSuspended means Cancel suspended a JobSet.
+	CancelSuspended
 )
 
 // Cancel stops the app h names the way Volcano intends: it creates a bus.volcano.sh/v1alpha1
@@ -179,9 +214,19 @@ const (
 // Cancel is idempotent: a job that is aborting, aborted or finished, or that has an AbortJob
 // command waiting already, is left as it is. A job that starpod did not make is refused
 // unless opts.Force: the *Error's cause is ErrNotStarpod.
+//
+// A JobSet, which has no abort, is suspended instead: its Jobs' pods are deleted, the JobSet
+// stays, marked with AnnotationCancelled, and its state is CANCELLED. (Kueue may resume a
+// JobSet whose workload it admitted: "starpod delete" stops it for good.)
 func (c *Client) Cancel(ctx context.Context, h Handle, opts OpOptions) (CancelResult, error) {
+	if h.IsJobSet() {
+		return c.cancelJobSet(ctx, h, opts)
+	}
 	job, err := c.Get(ctx, h)
 	if err != nil {
+		if c.isJobSet(ctx, h, err) {
+			return c.cancelJobSet(ctx, asJobSet(h), opts)
+		}
 		return 0, err
 	}
 	if !opts.Force && !MadeByStarpod(job) {
@@ -240,24 +285,37 @@ func abortCommandName(job string) string {
 	return job + suffix
 }
 
-// Delete removes the app h names: its Volcano Job and, through the API server's garbage
-// collection, the pods and commands the job owns. A job that starpod did not make is refused
+// Delete removes the app h names: its Volcano Job (or JobSet) and, through the API server's
+// garbage collection, the pods and commands the job owns (the Jobs and pods of a JobSet). A job that starpod did not make is refused
 // unless opts.Force: the *Error's cause is ErrNotStarpod. The job is read first, and deleted
 // on the condition of its UID, so that a job made anew under the same name in between is
 // not deleted unchecked.
 func (c *Client) Delete(ctx context.Context, h Handle, opts OpOptions) error {
 	ns := c.namespaceOf(h)
-	job := new(vcbatch.Job)
-	if err := c.jobs(ns).get(ctx, h.AppID, job); err != nil {
-		return c.errorf(ns, "delete", err, "job %q", h.AppID)
+	if h.IsJobSet() {
+		return c.deleteObject(ctx, c.jobSets(ns), new(jobset.JobSet), "jobset", h.AppID, opts)
 	}
-	if !opts.Force && !MadeByStarpod(job) {
-		return c.errorf(ns, "delete", ErrNotStarpod, "job %q", h.AppID)
+	err := c.deleteObject(ctx, c.jobs(ns), new(vcbatch.Job), "job", h.AppID, opts)
+	if err != nil && c.isJobSet(ctx, h, err) {
+		return c.deleteObject(ctx, c.jobSets(ns), new(jobset.JobSet), "jobset", h.AppID, opts)
 	}
+	return err
+}
+
+// deleteObject deletes the object called name of r, of the kind named what, as Delete does;
+// obj receives the object read first.
+func (c *Client) deleteObject(ctx context.Context, r resource, obj object, what, name string, opts OpOptions) error {
+	if err := r.get(ctx, name, obj); err != nil {
+		return c.errorf(r.namespace, "delete", err, "%s %q", what, name)
+	}
+	if !opts.Force && !madeByStarpod(obj.GetAnnotations()) {
+		return c.errorf(r.namespace, "delete", ErrNotStarpod, "%s %q", what, name)
+	}
+	uid := obj.GetUID()
 	policy := metav1.DeletePropagationBackground
-	del := metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &job.UID}}
-	if err := c.jobs(ns).delete(ctx, h.AppID, del); err != nil {
-		return c.errorf(ns, "delete", err, "job %q", h.AppID)
+	del := metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}}
+	if err := r.delete(ctx, name, del); err != nil {
+		return c.errorf(r.namespace, "delete", err, "%s %q", what, name)
 	}
 	return nil
 }

@@ -267,9 +267,12 @@ func taskReplica(task vcbatch.TaskSpec) replicaRef {
 }
 
 // appName returns the app's name from the job's labels, or "".
-func appName(job *vcbatch.Job) string {
-	if n := job.Labels[labelAppName]; n != "" {
+func appName(job *vcbatch.Job) string { return appNameOf(job.Labels) }
+
+// appNameOf returns the app's name from the labels of its job or JobSet, or "".
+func appNameOf(labels map[string]string) string {
+	if n := labels[labelAppName]; n != "" {
 		return n
 	}
-	return job.Labels[labelName]
+	return labels[labelName]
 }

@@ -15,8 +15,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/klog/v2"
@@ -29,10 +32,16 @@ import (
 // the server closes, and retries a lost connection a few times over half a minute. It
 // returns an error if ctx ends, if the job cannot be read, or if the job is deleted.
 func (c *Client) Wait(ctx context.Context, h Handle, onChange func(Status)) (Status, error) {
+	if h.IsJobSet() {
+		return c.waitJobSet(ctx, h, onChange)
+	}
 	ns := c.namespaceOf(h)
 	// A first read fails at once, naming the job, on an unreachable cluster or an unknown job.
 	job, err := c.Get(ctx, h)
 	if err != nil {
+		if c.isJobSet(ctx, h, err) {
+			return c.waitJobSet(ctx, asJobSet(h), onChange)
+		}
 		return Status{}, err
 	}
 	last := StateOf(job)
@@ -40,7 +49,7 @@ func (c *Client) Wait(ctx context.Context, h Handle, onChange func(Status)) (Sta
 		onChange(last)
 	}
 	for !last.State.Final() {
-		err := c.follow(ctx, ns, job, &last, onChange)
+		err := c.follow(ctx, ns, c.jobTarget(job, &last, onChange))
 		if err == nil {
 			break
 		}
@@ -61,12 +70,42 @@ func (c *Client) Wait(ctx context.Context, h Handle, onChange func(Status)) (Sta
 	return last, nil
 }
 
+// A watchTarget is the object that follow watches: its resource, name, UID and resource
+// version, and what to do with each of its versions.
+type watchTarget struct {
+	client   *rest.RESTClient // the stream client of its group version
+	resource string
+	name     string
+	uid      types.UID
+	version  string // the resource version to watch from
+	// observe records the state of a version of the object, and reports whether it is
+	// final; it returns errDeleted for an object of another UID.
+	observe func(obj runtime.Object) (bool, error)
+}
+
+// jobTarget returns the watch target of a Volcano Job, whose states observe records.
+func (c *Client) jobTarget(job *vcbatch.Job, last *Status, onChange func(Status)) *watchTarget {
+	return &watchTarget{
+		client: c.stream.batch, resource: "jobs", name: job.Name, uid: job.UID, version: job.ResourceVersion,
+		observe: func(obj runtime.Object) (bool, error) {
+			now, ok := obj.(*vcbatch.Job)
+			if !ok {
+				return false, fmt.Errorf("got %T, want a Volcano Job", obj)
+			}
+			if now.UID != job.UID {
+				return false, errDeleted
+			}
+			return c.observe(now, last, onChange), nil
+		},
+	}
+}
+
 // errDeleted reports that a job being waited for was deleted (and perhaps another created
 // under the same name).
 var errDeleted = errors.New("the job was deleted")
 
-// follow watches job from its resource version, keeping last and calling onChange as Wait
-// does, until the job reaches a final state (nil), the server no longer has the resource
+// follow watches the object of t from its resource version, recording each version with
+// t.observe, until it reaches a final state (nil), the server no longer has the resource
 // version (an error for which errors.IsGone or IsResourceExpired of k8s.io/apimachinery
 // holds), or another error.
 //
@@ -74,14 +113,14 @@ var errDeleted = errors.New("the job was deleted")
 // resource version seen (bookmarks included). It would also retry a watch that cannot start
 // for ever, each second: startWatch retries it with watchBackoff instead, and when that
 // fails, ends the RetryWatcher with the error as its context's cause.
-func (c *Client) follow(parent context.Context, ns string, job *vcbatch.Job, last *Status, onChange func(Status)) error {
+func (c *Client) follow(parent context.Context, ns string, t *watchTarget) error {
 	ctx, stop := context.WithCancelCause(parent)
 	defer stop(nil)
-	sel := fields.OneTermEqualSelector("metadata.name", job.Name).String()
+	sel := fields.OneTermEqualSelector("metadata.name", t.name).String()
 	logger := klog.FromContext(ctx)
 	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 		opts.FieldSelector = sel
-		w, err := c.startWatch(klog.NewContext(ctx, logger), ns, opts)
+		w, err := c.startWatch(klog.NewContext(ctx, logger), t, ns, opts)
 		if err != nil {
 			stop(err)
 		}
@@ -89,7 +128,7 @@ func (c *Client) follow(parent context.Context, ns string, job *vcbatch.Job, las
 	}}
 	// The RetryWatcher's logs only repeat, on stderr, the errors Wait returns: it gets a
 	// logger that discards them (the zero Logger); the requests keep the caller's.
-	rw, err := watchtools.NewRetryWatcherWithContext(klog.NewContext(ctx, klog.Logger{}), job.ResourceVersion, lw)
+	rw, err := watchtools.NewRetryWatcherWithContext(klog.NewContext(ctx, klog.Logger{}), t.version, lw)
 	if err != nil {
 		return err
 	}
@@ -101,14 +140,7 @@ func (c *Client) follow(parent context.Context, ns string, job *vcbatch.Job, las
 		case watch.Deleted:
 			return false, errDeleted
 		}
-		now, ok := ev.Object.(*vcbatch.Job)
-		if !ok {
-			return false, fmt.Errorf("got %T, want a Volcano Job", ev.Object)
-		}
-		if now.UID != job.UID {
-			return false, errDeleted
-		}
-		return c.observe(now, last, onChange), nil
+		return t.observe(ev.Object)
 	})
 	// If the caller's ctx ended, or startWatch gave up, UntilWithoutRetry says only that it
 	// was interrupted.
@@ -127,14 +159,14 @@ func (c *Client) follow(parent context.Context, ns string, job *vcbatch.Job, las
 // last 31 seconds after the first.
 var watchBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Steps: 6}
 
-// startWatch starts a watch of the jobs of namespace ns that opts select. It retries, as
+// startWatch starts a watch of the objects of t's resource in namespace ns that opts select. It retries, as
 // watchBackoff says, while the connection is lost or the API server is busy or failing,
 // and returns the error of the last try.
-func (c *Client) startWatch(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
+func (c *Client) startWatch(ctx context.Context, t *watchTarget, ns string, opts metav1.ListOptions) (watch.Interface, error) {
 	var w watch.Interface
 	var last error
 	err := wait.ExponentialBackoffWithContext(ctx, watchBackoff, func(ctx context.Context) (bool, error) {
-		w, last = c.watchJobs(ctx, ns, opts)
+		w, last = c.watch(ctx, t.client, t.resource, ns, opts)
 		if last != nil && !retriable(last) {
 			return false, last
 		}
@@ -162,7 +194,11 @@ func retriable(err error) bool {
 // observe records the status of job in last, calls onChange if it changed, and reports
 // whether it is final.
 func (c *Client) observe(job *vcbatch.Job, last *Status, onChange func(Status)) bool {
-	st := StateOf(job)
+	return record(StateOf(job), last, onChange)
+}
+
+// record records st in last, calls onChange if it changed, and reports whether it is final.
+func record(st Status, last *Status, onChange func(Status)) bool {
 	if !st.equal(*last) {
 		*last = st
 		if onChange != nil {

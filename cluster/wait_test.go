@@ -70,7 +70,7 @@ func (api *fakeAPI) watchRVs() []string {
 // through.
 func waitStates(c *Client) ([]string, Status, error) {
 	var states []string
-	st, err := c.Wait(context.Background(), Handle{"ml", "app"}, func(s Status) { states = append(states, string(s.State)) })
+	st, err := c.Wait(context.Background(), Handle{"ml", "app", ""}, func(s Status) { states = append(states, string(s.State)) })
 	return states, st, err
 }
 
@@ -285,7 +285,7 @@ func TestWaitContext(t *testing.T) {
 			"GET " + jobsPath: test.watch,
 		})
 		start := time.Now()
-		_, err := c.Wait(ctx, Handle{"ml", "app"}, func(Status) {
+		_, err := c.Wait(ctx, Handle{"ml", "app", ""}, func(Status) {
 			time.AfterFunc(50*time.Millisecond, func() { cancel(errors.New("interrupt signal received")) })
 		})
 		cancel(nil)

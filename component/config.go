@@ -123,8 +123,8 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 func (c *Config) validate() field.ErrorList {
 	var errs field.ErrorList
 	for _, s := range sortedKeys(c.RunOptions) {
-		if s != scheduler.SchedulerKubernetes {
-			errs = append(errs, field.NotSupported(field.NewPath("run_options").Key(s), s, []string{scheduler.SchedulerKubernetes}))
+		if scheduler.OptionsOf(s) == nil {
+			errs = append(errs, field.NotSupported(field.NewPath("run_options").Key(s), s, scheduler.Schedulers))
 		}
 	}
 	builtins := BuiltinNames()

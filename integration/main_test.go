@@ -1,7 +1,8 @@
 package integration
 
 // This file starts the cluster the tests share: etcd embedded, a kube-apiserver in process,
-// the Volcano CRDs, a kubeconfig, and the starpod binary built from the repository.
+// the Volcano CRDs and JobSet's, a kubeconfig, and the starpod binary built from the
+// repository.
 
 import (
 	"bytes"
@@ -127,6 +128,9 @@ func setUp(tb *mainTB, dir string) error {
 	defer cancel()
 	if err := installCRDs(ctx, restConfig); err != nil {
 		return fmt.Errorf("CRDs: %v", err)
+	}
+	if err := installJobSetCRD(ctx, restConfig); err != nil {
+		return fmt.Errorf("JobSet CRD: %v", err)
 	}
 	kubeconfig = filepath.Join(dir, "kubeconfig")
 	if err := writeKubeconfig(kubeconfig, restConfig); err != nil {

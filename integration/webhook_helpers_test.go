@@ -30,23 +30,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
 
-// webhookLabel is the namespace label that the test webhook's namespaceSelector matches.
-const webhookLabel = "starpod.dev/webhook-test"
+// selectLabel is the namespace label, set to "true", that the namespaceSelector of the test
+// webhook id matches: a namespace may be selected by several webhooks (share).
+func selectLabel(id string) string { return "webhook-test.starpod.dev/" + id }
 
 // A testWebhook is a running "starpod webhook" and its registration.
 type testWebhook struct {
 	t      *testing.T
 	dir    string // its config and overlays
-	id     string // the value of webhookLabel of its namespaces
+	id     string // names it, its registration and its namespaces (selectLabel)
 	addr   string
 	client *http.Client // trusts its CA
 	log    *logBuffer   // its standard error: one JSON line per admission
 	stop   func()       // stops it with SIGTERM and checks that it exits 0
+	pid    int          // its process
 }
 
 // logBuffer collects a process's output for the test to read while it runs.
@@ -70,7 +73,7 @@ func (b *logBuffer) String() string {
 // startWebhook writes files (config.yaml and the overlays) into a directory, starts the
 // starpod binary as a webhook serving them with extra flags, waits until it is ready and
 // registers it. The registration sends it the Pods created in namespaces labelled
-// webhookLabel=id (namespaceFor makes them). Cleanup stops both.
+// selectLabel(id) (namespaceFor makes them, share adds them). Cleanup stops both.
 func startWebhook(t *testing.T, id string, files map[string]string, extra ...string) *testWebhook {
 	t.Helper()
 	w := &testWebhook{t: t, dir: t.TempDir(), id: id, log: &logBuffer{}}
@@ -107,6 +110,7 @@ func startWebhook(t *testing.T, id string, files map[string]string, extra ...str
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	w.pid = cmd.Process.Pid
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	var once sync.Once
@@ -186,7 +190,7 @@ func (w *testWebhook) register(caBundle []byte) {
 			Name:                    "pods.starpod.dev",
 			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
 			Rules:                   deployed.Webhooks[0].Rules,
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: w.id}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{selectLabel(w.id): "true"}},
 			FailurePolicy:           &fail,
 			SideEffects:             &none,
 			TimeoutSeconds:          &timeout,
@@ -207,7 +211,7 @@ func (w *testWebhook) register(caBundle []byte) {
 func (w *testWebhook) namespaceFor(name string) string {
 	w.t.Helper()
 	name = w.id + "-" + name
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{webhookLabel: w.id}}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{selectLabel(w.id): "true"}}}
 	if _, err := kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		w.t.Fatal(err)
 	}
@@ -215,6 +219,35 @@ func (w *testWebhook) namespaceFor(name string) string {
 		kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 	return name
+}
+
+// share has the API server send the webhook the pods of ns, another webhook's namespace, too.
+func (w *testWebhook) share(ns string) {
+	w.t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"true"}}}`, selectLabel(w.id))
+	if _, err := kube.CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// peakRSS returns the webhook process's peak resident memory (VmHWM), in bytes.
+func (w *testWebhook) peakRSS() int64 {
+	w.t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", w.pid))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	w.t.Fatalf("no VmHWM in /proc/%d/status", w.pid)
+	return 0
 }
 
 // waitActive waits until the API server sends the webhook the pods of ns: the API server

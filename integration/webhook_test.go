@@ -98,7 +98,9 @@ func checkMutated(t *testing.T, pod *corev1.Pod) {
 	if len(env) != 1 || env[0].Name != "GPU_POOL" || env[0].Value != "gpu-a100" {
 		t.Errorf("pod %s: env %v, want GPU_POOL=gpu-a100", pod.Name, env)
 	}
-	if !strings.HasPrefix(pod.Annotations[webhook.AppliedAnnotation], "gpu-pool/gpu.star@sha256:") {
+	if !slices.ContainsFunc(strings.Split(pod.Annotations[webhook.AppliedAnnotation], ","), func(e string) bool {
+		return strings.HasPrefix(e, "gpu-pool/gpu.star@sha256:")
+	}) {
 		t.Errorf("pod %s: annotation %s = %q", pod.Name, webhook.AppliedAnnotation, pod.Annotations[webhook.AppliedAnnotation])
 	}
 }

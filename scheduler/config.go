@@ -11,8 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/validate/content"
 )
 
-// Config holds the run options of the Kubernetes scheduler. Start from DefaultConfig; the
-// zero Config is not valid (Build rejects an empty namespace, queue or scheduler name).
+// Config holds the run options of a scheduler: the Kubernetes (Volcano) scheduler's, listed
+// in ConfigOptions, or JobSet's, listed in JobSetConfigOptions, which share their keys and
+// differ in defaults and meaning (see [OptionsOf]). Start from DefaultConfig or
+// DefaultConfigFor; the zero Config is not valid for Build (which rejects an empty namespace,
+// queue or scheduler name), only for BuildJobSet with a namespace.
 type Config struct {
 	Namespace        string
 	Queue            string
@@ -75,10 +78,51 @@ var ConfigOptions = []ConfigOption{
 		}},
 }
 
+// JobSetConfigOptions lists the run options of the JobSet scheduler ("starpod runopts
+// jobset"): the keys of ConfigOptions, with JobSet's and Kueue's meaning of queue,
+// priority_class and scheduler_name, which have no default.
+var JobSetConfigOptions = jobSetOptions()
+
+func jobSetOptions() []ConfigOption {
+	opts := append([]ConfigOption(nil), ConfigOptions...)
+	for i := range opts {
+		switch o := &opts[i]; o.Name {
+		case "namespace":
+			o.Help = "Kubernetes namespace of the JobSet"
+		case "queue":
+			o.Default, o.Help = "", "Kueue LocalQueue (label "+LabelKueueQueue+"); the JobSet is created suspended for Kueue to admit"
+		case "priority_class":
+			o.Help = "Kueue WorkloadPriorityClass of the JobSet (label " + LabelKueuePriorityClass + "); pods get no priorityClassName"
+		case "scheduler_name":
+			o.Default, o.Help = "", "Kubernetes scheduler that places the pods; unset: the cluster's default"
+		}
+	}
+	return opts
+}
+
+// OptionsOf returns the run options of the scheduler named sched: SchedulerKubernetes
+// (ConfigOptions) or SchedulerJobSet (JobSetConfigOptions). It returns nil for any other name.
+func OptionsOf(sched string) []ConfigOption {
+	switch sched {
+	case SchedulerKubernetes:
+		return ConfigOptions
+	case SchedulerJobSet:
+		return JobSetConfigOptions
+	}
+	return nil
+}
+
+// Schedulers are the names of the schedulers, in the order "starpod runopts" lists them.
+var Schedulers = []string{SchedulerKubernetes, SchedulerJobSet}
+
 // DefaultConfig returns the Config of the defaults in ConfigOptions.
-func DefaultConfig() Config {
+func DefaultConfig() Config { return DefaultConfigFor(SchedulerKubernetes) }
+
+// DefaultConfigFor returns the Config of the defaults of the run options of the scheduler
+// sched (see OptionsOf).
+func DefaultConfigFor(sched string) Config {
 	var c Config
-	for _, o := range ConfigOptions {
+	for _, o := range OptionsOf(sched) {
 		if o.Default != "" {
 			if err := o.set(&c, o.Default); err != nil {
 				panic(fmt.Sprintf("scheduler: bad default of %s: %v", o.Name, err))
@@ -115,23 +159,32 @@ func SplitSettings(settings []string) ([]Setting, error) {
 // ParseConfig returns DefaultConfig with the settings applied (see [SplitSettings]). An
 // unknown key is an error with a did-you-mean hint.
 func ParseConfig(settings []string) (Config, error) {
-	c := DefaultConfig()
+	return ParseConfigFor(SchedulerKubernetes, settings)
+}
+
+// ParseConfigFor is ParseConfig for the run options of the scheduler sched (see OptionsOf).
+func ParseConfigFor(sched string, settings []string) (Config, error) {
+	options := OptionsOf(sched)
+	if options == nil {
+		return Config{}, fmt.Errorf("unknown scheduler %q, want %s", sched, strings.Join(Schedulers, " or "))
+	}
+	c := DefaultConfigFor(sched)
 	pairs, err := SplitSettings(settings)
 	if err != nil {
 		return c, err
 	}
-	names := make([]string, len(ConfigOptions))
-	for i, o := range ConfigOptions {
+	names := make([]string, len(options))
+	for i, o := range options {
 		names[i] = o.Name
 	}
 	for _, kv := range pairs {
-		o := findOption(kv.Key)
+		o := findOption(options, kv.Key)
 		if o == nil {
 			msg := fmt.Sprintf("unknown cfg key %q", kv.Key)
 			if near := spell.Nearest(kv.Key, names); near != "" {
 				msg += fmt.Sprintf("; did you mean %q?", near)
 			}
-			return c, fmt.Errorf("%s (see starpod runopts kubernetes)", msg)
+			return c, fmt.Errorf("%s (see starpod runopts %s)", msg, sched)
 		}
 		if err := o.set(&c, kv.Value); err != nil {
 			return c, fmt.Errorf("cfg %s: %w", kv.Key, err)
@@ -140,17 +193,22 @@ func ParseConfig(settings []string) (Config, error) {
 	return c, nil
 }
 
-func findOption(name string) *ConfigOption {
-	for i := range ConfigOptions {
-		if ConfigOptions[i].Name == name {
-			return &ConfigOptions[i]
+func findOption(options []ConfigOption, name string) *ConfigOption {
+	for i := range options {
+		if options[i].Name == name {
+			return &options[i]
 		}
 	}
 	return nil
 }
 
-// validate checks a Config built by hand.
-func (c *Config) validate() []error {
+// validate checks a Config built by hand for the Kubernetes scheduler.
+func (c *Config) validate() []error { return c.validateFor(SchedulerKubernetes) }
+
+// validateFor checks a Config built by hand for the scheduler sched: Volcano needs a queue
+// and a scheduler name, JobSet neither.
+func (c *Config) validateFor(sched string) []error {
+	volcano := sched == SchedulerKubernetes
 	var errs []error
 	check := func(name, v string, f func(string) error, required bool) {
 		if v == "" {
@@ -164,10 +222,15 @@ func (c *Config) validate() []error {
 		}
 	}
 	check("namespace", c.Namespace, dnsLabel, true)
-	check("queue", c.Queue, dnsSubdomain, true)
-	check("scheduler_name", c.SchedulerName, dnsSubdomain, true)
+	check("queue", c.Queue, dnsSubdomain, volcano)
+	check("scheduler_name", c.SchedulerName, dnsSubdomain, volcano)
 	check("service_account", c.ServiceAccount, dnsSubdomain, false)
 	check("priority_class", c.PriorityClass, dnsSubdomain, false)
+	if !volcano {
+		// Kueue's queue and priority class are label values.
+		check("queue", c.Queue, checkLabelValue, false)
+		check("priority_class", c.PriorityClass, checkLabelValue, false)
+	}
 	if c.ReservedMilliCPU < 0 {
 		errs = append(errs, fmt.Errorf("cfg reserved_millicpu: got %d, want >= 0", c.ReservedMilliCPU))
 	}

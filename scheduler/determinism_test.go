@@ -41,6 +41,7 @@ type buildCase struct {
 	cfg      scheduler.Config
 	opts     scheduler.BuildOptions
 	format   string
+	sched    string // the scheduler: "" for kubernetes, or jobset
 	wantName string // want.yaml, want.json or want.err
 	want     string // the printed job, or the error text
 }
@@ -142,11 +143,17 @@ func loadBuildCase(file, dir string) (*buildCase, error) {
 			c.opts.OverlayArgs[ak] = av
 		case "output":
 			c.format = v
+		case "scheduler":
+			c.sched = v
 		default:
 			return nil, fmt.Errorf("options: unknown key %q", k)
 		}
 	}
-	c.cfg, err = scheduler.ParseConfig(cfgs)
+	sched := c.sched
+	if sched == "" {
+		sched = scheduler.SchedulerKubernetes
+	}
+	c.cfg, err = scheduler.ParseConfigFor(sched, cfgs)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +172,11 @@ func (c *buildCase) run(eopts engine.Options) string {
 func (c *buildCase) result(eopts engine.Options) (string, bool) {
 	opts := c.opts
 	opts.Engine = eopts
-	got, err := build(filepath.Join(c.dir, "app.yaml"), c.cfg, opts, c.format)
+	buildFn := build
+	if c.sched == scheduler.SchedulerJobSet {
+		buildFn = buildJobSet
+	}
+	got, err := buildFn(filepath.Join(c.dir, "app.yaml"), c.cfg, opts, c.format)
 	if err != nil {
 		return strings.ReplaceAll(err.Error(), c.dir+string(filepath.Separator), "") + "\n", true
 	}

@@ -1,5 +1,5 @@
 // Package scheduler turns apps of roles into Volcano Jobs, with the semantics of TorchX's
-// Kubernetes scheduler and starpod's overlays.
+// Kubernetes scheduler and starpod's overlays, or into JobSets (see below).
 //
 // An app spec is a YAML file (see [App], [Role], [Resource], [Mount]); to read one, use
 // [LoadApp] or [ParseApp]. They decode strictly — unknown keys (with a did-you-mean hint),
@@ -98,6 +98,18 @@
 //
 // To print a job as a user would write it (sorted keys, no nulls), use [Marshal]. To read
 // the app back from a job in the cluster, use [AppFromJob].
+//
+// # JobSets
+//
+// To turn an app into a JobSet (sigs.k8s.io/jobset jobset.x-k8s.io/v1alpha2) instead, for
+// clusters that run JobSet and Kueue rather than Volcano, use [BuildJobSet] with the run
+// options of [SchedulerJobSet] ([JobSetConfigOptions], [ParseConfigFor]); print it with
+// [MarshalJobSet] and read the app back with [AppFromJobSet]. Each role is one indexed Job
+// whose pod template serves every replica: the overlays run once per role with ctx.replica_id
+// [TemplateReplicaID], and a replica reads its index ([ReplicaIDEnv], its completion index)
+// and rank 0's host ([Rank0Host]) at run time. BuildJobSet checks what Build checks, refuses
+// elastic roles and ${replica_id} in pod metadata, and maps max_retries and retry_policy onto
+// the Jobs' backoff limits and the JobSet's failure policy; docs/jobset.md has the details.
 //
 // Differences from TorchX, on purpose: ${rank0_env} is a $(NAME) reference that works without
 // a shell; retry_policy ROLE is rejected instead of failing with a KeyError; CPU millicores

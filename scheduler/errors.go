@@ -78,6 +78,9 @@ type ReplicaError struct {
 // Error prints the role and replica in front of each line of the error.
 func (e *ReplicaError) Error() string {
 	prefix := fmt.Sprintf("role %s replica %d: ", e.Role, e.ReplicaID)
+	if e.ReplicaID == TemplateReplicaID {
+		prefix = fmt.Sprintf("role %s pod template: ", e.Role)
+	}
 	if fe, ok := e.Err.(*field.Error); ok {
 		return prefix + "pod: " + fe.Field + ": " + yamlfile.Describe(fe)
 	}

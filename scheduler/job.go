@@ -108,14 +108,7 @@ func build(ctx context.Context, app *App, cfg Config, opts BuildOptions, print t
 	// of the run options, of the app id, and of every overlay the app names or opts lists.
 	var errs []error
 	specOK := true
-	if app.errs != nil {
-		errs = append(errs, app.errs)
-		specOK = false
-	} else if ferrs := app.validate(); len(ferrs) > 0 {
-		se := &SpecError{File: app.File}
-		for _, fe := range ferrs {
-			se.Errors = append(se.Errors, &FieldError{Pos: app.position(field.NewPath(fe.Field)), Err: fe})
-		}
+	if se := app.problems(); se != nil {
 		errs = append(errs, se)
 		specOK = false
 	}
@@ -522,13 +515,19 @@ func validatePod(pod *corev1.Pod, checks *nameChecks, skip map[string]string, ch
 
 // AppFromJob reads back the app spec that Build stored in the job's AnnotationAppSpec.
 func AppFromJob(job *vcbatch.Job) (*App, error) {
-	s, ok := job.Annotations[AnnotationAppSpec]
+	return appFromAnnotation("job", job.Name, job.Annotations)
+}
+
+// appFromAnnotation reads back the app spec from the AnnotationAppSpec of the object of kind
+// and name.
+func appFromAnnotation(kind, name string, annotations map[string]string) (*App, error) {
+	s, ok := annotations[AnnotationAppSpec]
 	if !ok {
-		return nil, fmt.Errorf("job %s has no %s annotation; was it made by starpod?", job.Name, AnnotationAppSpec)
+		return nil, fmt.Errorf("%s %s has no %s annotation; was it made by starpod?", kind, name, AnnotationAppSpec)
 	}
 	var app App
 	if err := json.Unmarshal([]byte(s), &app); err != nil {
-		return nil, fmt.Errorf("job %s: annotation %s: %w", job.Name, AnnotationAppSpec, err)
+		return nil, fmt.Errorf("%s %s: annotation %s: %w", kind, name, AnnotationAppSpec, err)
 	}
 	return &app, nil
 }

@@ -28,16 +28,23 @@ func Marshal(job *vcbatch.Job, format string) ([]byte, error) {
 				return text.join(), err
 			}
 		}
-		obj, err := object(job)
-		if err != nil {
-			return nil, err
-		}
+	case "json":
+	default:
+		return nil, fmt.Errorf("output format %q: want yaml or json", format)
+	}
+	obj, err := object(job)
+	if err != nil {
+		return nil, err
+	}
+	return marshalObject(obj, format)
+}
+
+// marshalObject prints the untyped object obj as YAML or JSON (format "yaml", "" or "json").
+func marshalObject(obj map[string]any, format string) ([]byte, error) {
+	switch format {
+	case "yaml", "":
 		return stream.MarshalYAML(obj)
 	case "json":
-		obj, err := object(job)
-		if err != nil {
-			return nil, err
-		}
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetIndent("", "  ")

@@ -43,14 +43,21 @@ func jobName(app *App, opts BuildOptions) (string, error) {
 			i++
 		}
 	}
+	return appID(app, opts, longest, "as Volcano checks it")
+}
+
+// appID returns the app id: opts.AppID, checked, or the normalised app name (cut to fit)
+// with a random suffix, so that the app id followed by longest, the longest suffix of a pod
+// name, is at most a DNS label long. how says whose pod name it is, for errors.
+func appID(app *App, opts BuildOptions, longest, how string) (string, error) {
 	budget := maxNameLen - len(longest)
 	if opts.AppID != "" {
 		if msgs := validation.IsDNS1035Label(opts.AppID); len(msgs) > 0 {
 			return opts.AppID, fmt.Errorf("app id %q: %s", opts.AppID, msgs[0])
 		}
 		if len(opts.AppID) > budget {
-			return opts.AppID, fmt.Errorf("app id %q: pod name %s%s (as Volcano checks it) is %d characters, want at most %d",
-				opts.AppID, opts.AppID, longest, len(opts.AppID)+len(longest), maxNameLen)
+			return opts.AppID, fmt.Errorf("app id %q: pod name %s%s (%s) is %d characters, want at most %d",
+				opts.AppID, opts.AppID, longest, how, len(opts.AppID)+len(longest), maxNameLen)
 		}
 		return opts.AppID, nil
 	}
@@ -71,6 +78,22 @@ func jobName(app *App, opts BuildOptions) (string, error) {
 		return "", fmt.Errorf("app id: %w", err)
 	}
 	return prefix + "-" + suffix, nil
+}
+
+// jobSetName returns the app id of a JobSet, as jobName does: JobSet names the Job of
+// replicated job <role> <app id>-<role>-0, and its pod of completion index i
+// <app id>-<role>-0-<i>, which is the pod's host name and must be a DNS label.
+func jobSetName(app *App, opts BuildOptions) (string, error) {
+	longest := ""
+	for _, r := range app.Roles {
+		if !r.validName() || r.Replicas() < 1 || r.Replicas() > maxReplicas {
+			continue // the spec is invalid, and says so
+		}
+		if s := "-" + r.Name + "-0-" + strconv.Itoa(r.Replicas()-1); len(s) >= len(longest) {
+			longest = s
+		}
+	}
+	return appID(app, opts, longest, "the host name JobSet gives it")
 }
 
 func randomSuffix(r io.Reader) (string, error) {

@@ -78,6 +78,9 @@ fuzz() {
 }
 stage "fuzz" fuzz
 
+# The container image, built without a daemon by scripts/image (a module of its own).
+stage image bash -c 'cd scripts/image && go vet ./... && go test -count=1 -timeout 20m ./...'
+
 if [ -x integration/run-tests.sh ]; then
 	stage integration integration/run-tests.sh
 fi

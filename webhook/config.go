@@ -11,20 +11,23 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"go.yaml.in/yaml/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
 	"github.com/starpod/starpod/internal/spell"
 	"github.com/starpod/starpod/internal/workload"
+	"github.com/starpod/starpod/internal/yamlfile"
 )
 
 // APIVersion and Kind identify a webhook config file.
@@ -40,31 +43,31 @@ const maxConfig = 1 << 20
 // Rules match the object as it was sent, and apply in order: each rule's overlays see the
 // object as the rules before it left it.
 type Config struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
+	Kind       string `json:"kind" yaml:"kind"`
 	// PodTemplates name the pod templates of more kinds, as GROUP/KIND=PATH[,PATH...] (the
 	// --pod-template flag of starpod apply): a custom resource's, or another path of a kind
 	// starpod knows. Their kinds may then be named in match.kinds.
-	PodTemplates []string `json:"podTemplates,omitempty"`
-	Rules        []Rule   `json:"rules"`
+	PodTemplates []string `json:"podTemplates,omitempty" yaml:"podTemplates"`
+	Rules        []Rule   `json:"rules" yaml:"rules"`
 }
 
 // A Rule applies its overlays, in order, to the objects it matches.
 type Rule struct {
-	Name     string            `json:"name"`
-	Match    Match             `json:"match"`
-	Overlays []string          `json:"overlays"` // files, relative to the config file's directory
-	Args     map[string]string `json:"args,omitempty"`
-	OnError  OnError           `json:"onError,omitempty"`
+	Name     string            `json:"name" yaml:"name"`
+	Match    Match             `json:"match" yaml:"match"`
+	Overlays []string          `json:"overlays" yaml:"overlays"` // files, relative to the config file's directory
+	Args     map[string]string `json:"args,omitempty" yaml:"args"`
+	OnError  OnError           `json:"onError,omitempty" yaml:"onError"`
 }
 
 // A Match selects objects. Every part given must match; an empty part matches everything.
 type Match struct {
-	Namespaces []string `json:"namespaces,omitempty"`
-	Kinds      []string `json:"kinds,omitempty"` // default [Pod]; GROUP/KIND of a workload
+	Namespaces []string `json:"namespaces,omitempty" yaml:"namespaces"`
+	Kinds      []string `json:"kinds,omitempty" yaml:"kinds"` // default [Pod]; GROUP/KIND of a workload
 	// LabelSelector matches the admitted object's own labels: a Pod's, or a workload's
 	// metadata.labels (not its templates').
-	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty" yaml:"labelSelector"`
 }
 
 // OnError says what happens to an object when one of a rule's overlays fails on it.
@@ -100,17 +103,103 @@ func kinds(rules []workload.Rule) []string {
 	return out
 }
 
-// ParseConfig decodes and checks a config file's contents, strictly: an unknown field is an
-// error. file names the file in errors.
+// ParseConfig decodes and checks a config file's contents, strictly, as internal/yamlfile
+// reads every config: data over 1 MiB is refused, what aliases add is bounded, and so is the
+// text the values add up to; an unknown field (with a did-you-mean), a duplicate key or a
+// value of the wrong type is an error. file names the file in errors. It returns a
+// *yamlfile.Error that lists every problem as file:line:col: field.path: detail.
 func ParseConfig(file string, data []byte) (*Config, error) {
-	var c Config
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+	opts := &yamlfile.Options{What: "overlay webhook config", MaxBytes: maxConfig, NoEmpty: true}
+	root, err := yamlfile.Parse(file, data, opts)
+	if err != nil {
+		return nil, err
 	}
-	if errs := c.validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("%s: %v", file, errs.ToAggregate())
+	var c Config
+	d := yamlfile.NewDecoder(root, opts.What)
+	d.Hooks = map[reflect.Type]func(*yamlfile.Decoder, *yaml.Node, reflect.Value, *field.Path){
+		reflect.TypeFor[metav1.LabelSelector](): decodeSelector,
+	}
+	d.Decode(root, reflect.ValueOf(&c).Elem(), nil)
+	switch {
+	case d.Stopped():
+	case textOver(reflect.ValueOf(c), maxConfig) != nil:
+		// Aliases of a long string, each cheap to count, that would be copied wherever the
+		// values go: into errors, and into each admission's ctx.args.
+		d.AddAt(yamlfile.LimitError(field.ErrorTypeTooLong, textOver(reflect.ValueOf(c), maxConfig),
+			fmt.Sprintf("the config's values add up to more than %s of text here (aliases repeat them)", bound.FormatSize(maxConfig))))
+	case len(d.Errors()) == 0:
+		for _, e := range c.validate() {
+			d.AddAt(e)
+		}
+	}
+	if errs := d.Errors(); len(errs) > 0 {
+		errs.Sort()
+		return nil, &yamlfile.Error{File: file, Errors: errs}
 	}
 	return &c, nil
+}
+
+// selectorYAML is a metav1.LabelSelector as a config writes it.
+type selectorYAML struct {
+	MatchLabels      map[string]string `yaml:"matchLabels"`
+	MatchExpressions []struct {
+		Key      string   `yaml:"key"`
+		Operator string   `yaml:"operator"`
+		Values   []string `yaml:"values"`
+	} `yaml:"matchExpressions"`
+}
+
+// decodeSelector decodes a label selector, whose type carries no yaml tags.
+func decodeSelector(d *yamlfile.Decoder, node *yaml.Node, v reflect.Value, path *field.Path) {
+	var sy selectorYAML
+	d.Decode(node, reflect.ValueOf(&sy).Elem(), path)
+	sel := metav1.LabelSelector{MatchLabels: sy.MatchLabels}
+	for _, e := range sy.MatchExpressions {
+		sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: e.Key, Operator: metav1.LabelSelectorOperator(e.Operator), Values: e.Values})
+	}
+	v.Set(reflect.ValueOf(sel))
+}
+
+// textOver returns the path of the value at which the bytes of the strings in v, counting
+// each time a string is used (what copying them all would take), pass limit; or nil.
+func textOver(v reflect.Value, limit int) *field.Path {
+	n := 0
+	var over *field.Path
+	var walk func(v reflect.Value, p *field.Path)
+	walk = func(v reflect.Value, p *field.Path) {
+		if over != nil {
+			return
+		}
+		switch v.Kind() {
+		case reflect.String:
+			if n += v.Len(); n > limit {
+				over = p
+			}
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem(), p)
+			}
+		case reflect.Struct:
+			for i := range v.NumField() {
+				name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+				walk(v.Field(i), p.Child(name))
+			}
+		case reflect.Slice, reflect.Array:
+			for i := range v.Len() {
+				walk(v.Index(i), p.Index(i))
+			}
+		case reflect.Map:
+			keys := v.MapKeys()
+			slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+			for _, k := range keys {
+				walk(k, p.Key(k.String()))
+				walk(v.MapIndex(k), p.Key(k.String()))
+			}
+		}
+	}
+	walk(v, nil)
+	return over
 }
 
 // validate checks c, naming each problem by its field path.
@@ -186,12 +275,12 @@ type rule struct {
 	kinds      []string
 	selector   labels.Selector
 	overlays   []*overlay
-	slots      chan struct{} // the admissions that may run the rule's overlays at once
+	queue      *queue // the admissions that run the rule's overlays, or wait to
+	// detach says the overlays run in workers, whose calls the admission's deadline does not
+	// cancel (see applyRule); backstop bounds such a run all the same.
+	detach   bool
+	backstop time.Duration
 }
-
-// errRuleBusy is the failure of a rule whose overlays already run for as many admissions as
-// they may.
-var errRuleBusy = errors.New("too many admissions run this rule's overlays at once; try again")
 
 // An overlay is one compiled overlay file of a rule.
 type overlay struct {
@@ -247,7 +336,7 @@ func compileConfig(ctx context.Context, file string, opts *Options) (_ *compiled
 	var errs []string
 	for _, r := range cfg.Rules {
 		cr := &rule{Rule: r, kinds: r.Match.Kinds, selector: labels.Everything(),
-			slots: make(chan struct{}, max(1, opts.MaxInFlight/2))}
+			queue: newQueue(opts.workers(), opts.queueWait(r.Name))}
 		if len(cr.kinds) == 0 {
 			cr.kinds = []string{"Pod"}
 		}
@@ -263,6 +352,13 @@ func compileConfig(ctx context.Context, file string, opts *Options) (_ *compiled
 		eo := opts.Engine
 		eo.Loader = rec.loader(engine.DirLoader(dir))
 		if eo.Isolation == engine.WorkerProcess {
+			cr.detach = true
+			// A worker's start, and each overlay's time and its worker's grace, twice over.
+			timeout := eo.Timeout
+			if timeout <= 0 {
+				timeout = engine.DefaultTimeout
+			}
+			cr.backstop = 2 * (15*time.Second + time.Duration(len(r.Overlays))*(timeout+2*time.Second))
 			eo.Workers = opts.newPool()
 			if opts.sharedPool == nil {
 				c.pools = append(c.pools, eo.Workers)

@@ -19,5 +19,5 @@ rules:
 `))
 	fmt.Println(err)
 	// Output:
-	// config.yaml: rules[0].onError: Unsupported value: "Retry": supported values: "Fail", "Ignore"
+	// config.yaml:8:12: rules[0].onError: got "Retry", want one of "Fail", "Ignore"
 }

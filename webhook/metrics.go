@@ -12,6 +12,7 @@ type metrics struct {
 	requests *prometheus.CounterVec   // by rule and outcome
 	latency  *prometheus.HistogramVec // by outcome
 	reloads  *prometheus.CounterVec   // by result
+	waits    *prometheus.HistogramVec // by rule
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
@@ -29,8 +30,13 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Name: "starpod_webhook_config_reloads_total",
 			Help: "Compiles of the config and its overlays, by result: success, or failure (the last good config kept serving).",
 		}, []string{"result"}),
+		waits: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "starpod_webhook_queue_wait_seconds",
+			Help:    "Time an admission waited for one of its rule's workers, by rule.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"rule"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.reloads,
+	reg.MustRegister(m.requests, m.latency, m.reloads, m.waits,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "starpod_webhook_workers_started_total",
 			Help: "Overlay worker processes started by the pools of the config being served; more than the pools' sizes means workers died and were replaced.",

@@ -19,7 +19,9 @@ import (
 
 // AppliedAnnotation is the annotation that records, on an object the overlays changed, the
 // overlays applied to it: "RULE/FILE@sha256:HASH" for each, comma-separated, in order; HASH
-// is the first 12 hex digits of the file's sha256.
+// is the first 12 hex digits of the file's sha256. The record accumulates: the entries an
+// object already carries (from its template, another webhook, an earlier invocation) are
+// kept, first, and an admission adds those it lacks.
 const AppliedAnnotation = "starpod.dev/overlays"
 
 // maxWarning bounds the length of one warning; the API server passes at most 4 KiB of each.
@@ -120,11 +122,11 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 		// once ends here.
 		return res
 	}
-	for _, p := range cur {
+	for i, p := range cur {
 		if p.Annotations == nil {
 			p.Annotations = make(map[string]string)
 		}
-		p.Annotations[AppliedAnnotation] = strings.Join(applied, ",")
+		p.Annotations[AppliedAnnotation] = record(orig[i].Annotations[AppliedAnnotation], p.Annotations[AppliedAnnotation], applied)
 	}
 	before, err := obj.encode()
 	if err != nil {
@@ -155,13 +157,51 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 // applyRule applies r's overlays in order to each of pods, with ctx.workload of pods[i] from
 // workloads[i], and returns the new pods and the overlays that changed any of them. An error
 // is the first overlay's that failed.
+//
+// The admission waits in r's queue for one of the rule's workers until ctx's deadline, and is
+// refused at once if the queue says it cannot be served by then. Overlays in workers run to
+// their own end even when ctx's deadline passes first, which applyRule then returns at: the
+// worker stops an overlay at its time limit and goes back to its pool, where cancelling its
+// call would kill it and have the pool start another.
 func applyRule(ctx context.Context, r *rule, pods []*corev1.Pod, workloads []*engine.Workload) ([]*corev1.Pod, []string, error) {
-	select {
-	case r.slots <- struct{}{}:
-		defer func() { <-r.slots }()
-	default:
-		return nil, nil, errRuleBusy
+	t, err := r.queue.acquire(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
+	if !r.detach {
+		defer t.release(true)
+		return runRule(ctx, r, pods, workloads)
+	}
+	// The run may outlast the admission, which then goes on with its pods.
+	own := make([]*corev1.Pod, len(pods))
+	for i, p := range pods {
+		own[i] = p.DeepCopy()
+	}
+	type answer struct {
+		pods      []*corev1.Pod
+		changedBy []string
+		err       error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		// Bounded by the overlays' own time limits in the worker; the timeout is a backstop.
+		run, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.backstop)
+		defer cancel()
+		var a answer
+		a.pods, a.changedBy, a.err = runRule(run, r, own, workloads)
+		t.release(true)
+		done <- a
+	}()
+	select {
+	case a := <-done:
+		return a.pods, a.changedBy, a.err
+	case <-ctx.Done():
+		return nil, nil, fmt.Errorf("the admission's deadline passed while the overlays ran (the worker ends them at their time limit): %w", ctx.Err())
+	}
+}
+
+// runRule applies r's overlays, as applyRule says, once the admission's turn has come.
+func runRule(ctx context.Context, r *rule, pods []*corev1.Pod, workloads []*engine.Workload) ([]*corev1.Pod, []string, error) {
 	env := &engine.Env{Args: r.Args}
 	envs := make([]*engine.Env, len(pods))
 	for i := range envs {
@@ -227,6 +267,29 @@ func deny(res *result, code int32, msg, outcome string) *result {
 	res.resp.Result = &metav1.Status{Status: metav1.StatusFailure, Code: code, Message: msg}
 	res.outcome = outcome
 	return res
+}
+
+// record returns the value of AppliedAnnotation for a pod that carried sent when it came and
+// kept after the overlays, to which the overlays applied adds: the entries of sent, then
+// those of kept, then applied, each once, in that order.
+func record(sent, kept string, applied []string) string {
+	var out []string
+	seen := make(map[string]bool)
+	add := func(e string) {
+		if e = strings.TrimSpace(e); e != "" && !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	for _, v := range []string{sent, kept} {
+		for _, e := range strings.Split(v, ",") {
+			add(e)
+		}
+	}
+	for _, e := range applied {
+		add(e)
+	}
+	return strings.Join(out, ",")
 }
 
 // clip bounds a warning's length.

@@ -15,10 +15,12 @@
 // (Server.Reload; Server.Run polls for changes). A config that does not compile is refused
 // and the last good one keeps serving. With engine.WorkerProcess isolation each rule runs
 // in worker processes of its own, so a rule whose overlay exhausts its memory or time fails
-// only the requests it matches. Requests are bounded: the body in size before it is
-// decoded, the work by a deadline below the API server's timeout, and the number at once,
-// beyond which requests are refused at once with 429 and the API server's failure policy
-// decides.
+// only the requests it matches. Requests are bounded: the body in size and time before it
+// is decoded, and before the request takes one of the slots of admissions at once, beyond
+// which requests are refused at once with 429 and the API server's failure policy decides;
+// the work by a deadline below the API server's timeout. Within it, each rule's admissions
+// wait in order for the rule's workers (queue.go), and one that the rule's measured pace says
+// cannot be served in time fails at once.
 //
 // Which pods of an object overlays change is decided in one place, decodeObject (object.go):
 // a Pod itself, or the pod templates of a workload as internal/workload finds them (the
@@ -35,6 +37,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -74,12 +77,15 @@ type Options struct {
 	// RequestTimeout bounds the work of one admission; zero means DefaultRequestTimeout.
 	// Keep it below the webhook's timeoutSeconds.
 	RequestTimeout time.Duration
-	// MaxInFlight bounds the admissions served at once; more are refused with 429. Zero
-	// means DefaultMaxInFlight. One rule's overlays run for at most half of them at once:
-	// beyond that, the rule fails at once (its onError decides), so that a rule whose
-	// overlay is slow or bombs cannot take every slot from the others.
+	// MaxInFlight bounds the admissions served at once, counted once their body is read:
+	// more are refused with 429. Zero means DefaultMaxInFlight. Within it, each rule's
+	// admissions wait in order for one of the rule's workers up to their deadline (less
+	// the margin to answer); one that the rule's measured pace says cannot be served by
+	// then fails at once (its onError decides), so that a slow rule's admissions do not
+	// hold slots for nothing.
 	MaxInFlight int
-	// MaxBodyBytes bounds a request body; zero means DefaultMaxBodyBytes.
+	// MaxBodyBytes bounds a request body; zero means DefaultMaxBodyBytes. The body must
+	// also arrive within the admission's deadline; a client still sending holds no slot.
 	MaxBodyBytes int64
 	// ReloadInterval is how often Run looks for changed files; zero means
 	// DefaultReloadInterval.
@@ -94,6 +100,32 @@ type Options struct {
 	// sharedPool, when set, is the pool of every rule instead of a pool per rule: only for
 	// the benchmark that measures what pools per rule are for.
 	sharedPool *engine.WorkerPool
+	// waits, when set, observes the time each admission waited in its rule's queue.
+	waits *prometheus.HistogramVec
+}
+
+// workers returns the size of each rule's pool of workers, which is also how many of the
+// rule's admissions run its overlays at once.
+func (o *Options) workers() int {
+	if o.WorkersPerRule > 0 {
+		return o.WorkersPerRule
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// queueWait returns the observer of the waits of the rule's admissions, or nil.
+func (o *Options) queueWait(rule string) func(time.Duration) {
+	if o.waits == nil {
+		return nil
+	}
+	h := o.waits.WithLabelValues(rule)
+	return func(d time.Duration) { h.Observe(d.Seconds()) }
+}
+
+// answerMargin is the time an admission keeps, from its deadline, to answer: what is left
+// when its overlays and its wait for them must end.
+func answerMargin(timeout time.Duration) time.Duration {
+	return min(max(timeout/10, 20*time.Millisecond), 500*time.Millisecond)
 }
 
 // A Server is a mutating admission webhook that applies the overlays of a config file.
@@ -138,6 +170,7 @@ func New(ctx context.Context, configFile string, opts *Options) (*Server, error)
 	}
 	s.slots = make(chan struct{}, o.MaxInFlight)
 	s.metrics = newMetrics(o.Registry, s)
+	o.waits = s.metrics.waits
 	c, err := compileConfig(ctx, configFile, o)
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("failure").Inc()
@@ -154,11 +187,7 @@ func (o *Options) newPool() *engine.WorkerPool {
 	if o.sharedPool != nil {
 		return o.sharedPool
 	}
-	size := o.WorkersPerRule
-	if size <= 0 {
-		size = runtime.GOMAXPROCS(0)
-	}
-	return engine.NewWorkerPool(&engine.WorkerPoolOptions{Path: o.WorkerPath, Args: o.WorkerArgs, Size: size})
+	return engine.NewWorkerPool(&engine.WorkerPoolOptions{Path: o.WorkerPath, Args: o.WorkerArgs, Size: o.workers()})
 }
 
 // Close stops the worker processes of the config being served.
@@ -251,9 +280,34 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "ok")
 }
 
-// serveMutate serves one AdmissionReview.
+// serveMutate serves one AdmissionReview. Its deadline runs from its arrival: the body must
+// come by then, and only then does the admission take a slot, so that a client still sending
+// holds none.
 func (s *Server) serveMutate(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	deadline := start.Add(s.opts.RequestTimeout)
+	work := deadline.Add(-answerMargin(s.opts.RequestTimeout))
+	// ErrNotSupported leaves the server's ReadTimeout to bound the body.
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(work)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		// Whatever the client has yet to send is not read: the connection closes.
+		w.Header().Set("Connection", "close")
+		code := http.StatusBadRequest
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			code = http.StatusRequestEntityTooLarge
+			err = fmt.Errorf("request body over %d bytes", s.opts.MaxBodyBytes)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			code = http.StatusRequestTimeout
+			err = errors.New("the request body did not arrive within the admission's deadline")
+		}
+		s.badRequest(w, code, err, start)
+		return
+	}
+	rc.SetReadDeadline(time.Time{}) // the body is in: the connection's reads are the server's again
 	select {
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
@@ -265,20 +319,9 @@ func (s *Server) serveMutate(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("admission refused", "outcome", outcomeRefused, "inflight", cap(s.slots))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+	ctx, cancel := context.WithDeadline(r.Context(), work)
 	defer cancel()
 
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if err != nil {
-		code := http.StatusBadRequest
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			code = http.StatusRequestEntityTooLarge
-			err = fmt.Errorf("request body over %d bytes", s.opts.MaxBodyBytes)
-		}
-		s.badRequest(w, code, err, start)
-		return
-	}
 	var review admissionv1.AdmissionReview
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &review); err != nil {
 		s.badRequest(w, http.StatusBadRequest, fmt.Errorf("decoding the AdmissionReview: %v", err), start)
@@ -286,6 +329,10 @@ func (s *Server) serveMutate(w http.ResponseWriter, r *http.Request) {
 	}
 	if review.Request == nil {
 		s.badRequest(w, http.StatusBadRequest, errors.New("AdmissionReview: got no request"), start)
+		return
+	}
+	if review.Request.UID == "" {
+		s.badRequest(w, http.StatusBadRequest, errors.New("AdmissionReview: request.uid: Required value: the response must carry the request's uid"), start)
 		return
 	}
 	req := review.Request

@@ -221,9 +221,9 @@ func TestWorkloadTemplateName(t *testing.T) {
 
 func TestConfigWorkloadKinds(t *testing.T) {
 	for _, tt := range []struct{ config, want string }{
-		{"podTemplates: [example.com/Trainer]\n", `podTemplates[0]: Invalid value: "example.com/Trainer": rule "example.com/Trainer": got no =, want GROUP/KIND=PATH`},
+		{"podTemplates: [example.com/Trainer]\n", `c.yaml:3:16: podTemplates[0]: got "example.com/Trainer", rule "example.com/Trainer": got no =, want GROUP/KIND=PATH`},
 		{"rules:\n- name: a\n  overlays: [a.star]\n  match: {kinds: [batch/CronJobs]}\n", `(did you mean "batch/CronJob"?)`},
-		{"rules:\n- name: a\n  overlays: [a.star]\n  match: {kinds: [example.com/Trainer]}\n", `rules[0].match.kinds[0]: Invalid value: "example.com/Trainer"`},
+		{"rules:\n- name: a\n  overlays: [a.star]\n  match: {kinds: [example.com/Trainer]}\n", `c.yaml:6:19: rules[0].match.kinds[0]: got "example.com/Trainer"`},
 	} {
 		_, err := ParseConfig("c.yaml", []byte("apiVersion: starpod.dev/v1alpha1\nkind: WebhookConfig\n"+tt.config))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

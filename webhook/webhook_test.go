@@ -386,6 +386,11 @@ func TestBadRequests(t *testing.T) {
 	if code, _ := f.postBytes([]byte(`{"kind": "AdmissionReview"}`)); code != http.StatusBadRequest {
 		t.Errorf("no request: %d, want 400", code)
 	}
+	noUID := podRequest(t, trainerPod)
+	noUID.UID = ""
+	if code, body := f.post(noUID); code != http.StatusBadRequest || !strings.Contains(string(body), "request.uid") {
+		t.Errorf("no uid: %d %s, want 400 naming request.uid", code, body)
+	}
 	bad := podRequest(t, trainerPod)
 	bad.Object.Raw = []byte(`{"spec": {"containers": 3}}`)
 	if resp := f.review(bad); resp.Allowed || resp.Result.Code != http.StatusBadRequest {
@@ -516,9 +521,8 @@ func TestExample(t *testing.T) {
 	}
 }
 
-// TestSlowRuleIsolated: a rule whose overlay runs to its time limit holds at most half of
-// the admissions at once; beyond that its own requests fail at once, and another rule's
-// requests are still served.
+// TestSlowRuleIsolated: a rule whose overlay runs to its time limit has its admissions wait
+// for its own workers, in order; another rule's admissions are served meanwhile.
 func TestSlowRuleIsolated(t *testing.T) {
 	f := newFixture(t, map[string]string{
 		"config.yaml": `
@@ -534,7 +538,8 @@ rules:
 `,
 		"loop.star": "def overlay(pod):\n    for i in range(1 << 40):\n        pass\n",
 		"gpu.star":  gpuOverlay,
-	}, &Options{MaxInFlight: 8, Engine: engine.Options{MaxSteps: 1 << 62, Timeout: 2 * time.Second}})
+	}, &Options{MaxInFlight: 8, WorkersPerRule: 2, RequestTimeout: time.Minute,
+		Engine: engine.Options{MaxSteps: 1 << 62, Timeout: 500 * time.Millisecond}})
 	bad := podRequest(t, strings.Replace(trainerPod, "namespace: ml", "namespace: bad", 1))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -554,7 +559,11 @@ rules:
 			mu.Unlock()
 		})
 	}
-	for f.srv.cur.Load().rules[0].slots != nil && len(f.srv.cur.Load().rules[0].slots) < 4 {
+	q := f.srv.cur.Load().rules[0].queue
+	for {
+		if running, waiting := q.stats(); running == 2 && waiting > 0 {
+			break
+		}
 		time.Sleep(time.Millisecond)
 	}
 	req := podRequest(t, trainerPod)
@@ -562,8 +571,8 @@ rules:
 		t.Errorf("the other rule's pod was not mutated while the slow rule ran")
 	}
 	wg.Wait()
-	if messages["starpod rule slow: "+errRuleBusy.Error()] != 2 || len(messages) != 2 {
-		t.Errorf("slow rule's answers: %v, want 4 stopped by the time limit and 2 refused as busy", messages)
+	if messages["time limit"] != 6 || len(messages) != 1 {
+		t.Errorf("slow rule's answers: %v, want all 6 stopped by the overlay's time limit, none refused", messages)
 	}
 }
 

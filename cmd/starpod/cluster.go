@@ -174,14 +174,21 @@ func newStatusCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status HANDLE",
 		Short: "Show the state of an app and of each of its replicas",
-		Long: `Status shows the state of the app HANDLE names (kubernetes://<namespace>/<app_id>, or an
-app id in the namespace of -n, else --cfg namespace=, else the context's) and the state of
-each replica of each role.
+		Long: `Status shows the state of the app HANDLE names (kubernetes://<namespace>/<app_id> for a
+Volcano Job, jobset://<namespace>/<app_id> for a JobSet, or an app id in the namespace of
+-n, else --cfg namespace=, else the context's: a Volcano Job of that name, else a JobSet)
+and the state of each replica of each role.
 
 States follow TorchX: Volcano's Pending is PENDING; Running, Restarting, Completing,
 Terminating and Aborting are RUNNING; Completed is SUCCEEDED; Aborted is CANCELLED;
-Terminated and Failed are FAILED; a job with no status yet is UNKNOWN.`,
+Terminated and Failed are FAILED; a job with no status yet is UNKNOWN.
+
+A JobSet is SUCCEEDED or FAILED by its Completed or Failed condition, PENDING while it is
+suspended (reason WaitingForKueueAdmission when it waits in a Kueue queue), CANCELLED once
+"starpod cancel" suspended it, RUNNING while its Jobs are active; each replica's state comes
+from its Job's completed and failed indexes and its newest pod.`,
 		Example: `  starpod status kubernetes://ml/llama-ft-x7k2
+  starpod status jobset://ml/ddp-x7k2 --wait
   starpod status -o json llama-ft-x7k2`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -212,22 +219,15 @@ Terminated and Failed are FAILED; a job with no status yet is UNKNOWN.`,
 	return cmd
 }
 
-// description is what "starpod describe" prints.
-type description struct {
-	Handle string            `json:"handle"`
-	App    *scheduler.App    `json:"app"`
-	Labels map[string]string `json:"labels,omitempty"`
-	Status cluster.Status    `json:"status"`
-}
-
 func newDescribeCmd(a *app) *cobra.Command {
 	var f clusterFlags
 	var output string
 	cmd := &cobra.Command{
 		Use:   "describe HANDLE",
 		Short: "Show an app as it was submitted, with its status",
-		Long: `Describe reads back the app spec that "starpod run" stored on the Volcano Job of HANDLE,
-and shows it with the job's labels and the app's status, as YAML (or JSON).`,
+		Long: `Describe reads back the app spec that "starpod run" stored on the Volcano Job (or the
+JobSet) of HANDLE, and shows it with the job's labels and the app's status, as YAML (or
+JSON).`,
 		Example: `  starpod describe kubernetes://ml/llama-ft-x7k2`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -238,16 +238,10 @@ and shows it with the job's labels and the app's status, as YAML (or JSON).`,
 			if err != nil {
 				return err
 			}
-			job, err := c.Get(cmd.Context(), h)
+			d, err := c.Describe(cmd.Context(), h)
 			if err != nil {
 				return err
 			}
-			spec, err := scheduler.AppFromJob(job)
-			if err != nil {
-				return fmt.Errorf("cluster %s, namespace %q: describe job %q: %w", c.Name(), job.Namespace, job.Name, err)
-			}
-			st := cluster.StateOf(job)
-			d := description{Handle: st.Handle, App: spec, Labels: job.Labels, Status: st}
 			if output == "json" {
 				return writeJSON(a.stdout, d)
 			}
@@ -277,8 +271,8 @@ func newLogsCmd(a *app) *cobra.Command {
 		Use:   "logs HANDLE[/ROLE[/REPLICA]]",
 		Short: "Print the logs of an app's replicas",
 		Long: `Logs prints the log lines of the pods of an app, or of one role, or of one replica, each
-line prefixed by its role and replica ("trainer/0"), and by its container when several
-are shown. Prefixes are coloured on a terminal (unless $NO_COLOR is set). Control
+line prefixed by its role and replica ("trainer/0"; in a JobSet the replica is the pod's
+completion index), and by its container when several are shown. Prefixes are coloured on a terminal (unless $NO_COLOR is set). Control
 characters in the lines are escaped.
 
 Each pod's default container is shown (kubectl's kubectl.kubernetes.io/default-container
@@ -408,16 +402,21 @@ and marks the job Aborted (state CANCELLED). The job stays, for status, describe
 logs; "starpod delete" removes it. Cancelling an app that is stopping or has ended
 already changes nothing and succeeds.
 
-A Volcano Job that starpod did not make (one without the starpod.dev/app-spec
+A JobSet, which has no abort, is suspended instead: its pods are deleted, the JobSet stays,
+marked cancelled (state CANCELLED). Kueue may resume a JobSet whose workload it has
+admitted: "starpod delete" stops it for good.
+
+A Volcano Job or JobSet that starpod did not make (one without the starpod.dev/app-spec
 annotation, which "starpod describe" reads) is refused, unless --force.`,
-		Example: `  starpod cancel kubernetes://ml/llama-ft-x7k2`,
-		Args:    usageArgs(cobra.ExactArgs(1)),
+		Example: `  starpod cancel kubernetes://ml/llama-ft-x7k2
+  starpod cancel jobset://ml/ddp-x7k2`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, c, err := f.connectTo(args[0])
 			if err != nil {
 				return err
 			}
-			h = c.Resolve(h)
+			h = c.Locate(cmd.Context(), h)
 			res, err := c.Cancel(cmd.Context(), h, cluster.OpOptions{Force: force})
 			if errors.Is(err, cluster.ErrNotStarpod) {
 				return fmt.Errorf("%w; --force cancels it anyway", err)
@@ -428,6 +427,8 @@ annotation, which "starpod describe" reads) is refused, unless --force.`,
 			switch res {
 			case cluster.CancelRequested:
 				fmt.Fprintf(a.stdout, "%s: cancel requested (AbortJob)\n", h)
+			case cluster.CancelSuspended:
+				fmt.Fprintf(a.stdout, "%s: cancelled (JobSet suspended)\n", h)
 			case cluster.CancelPending:
 				fmt.Fprintf(a.stdout, "%s: cancel requested already (AbortJob pending)\n", h)
 			case cluster.CancelDone:
@@ -451,20 +452,21 @@ func newDeleteCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "delete HANDLE",
 		Short: "Remove an app's job from the cluster",
-		Long: `Delete removes the Volcano Job of the app HANDLE names; the cluster's garbage collector
-then removes its pods and commands. A running app is stopped by that; "starpod cancel"
+		Long: `Delete removes the Volcano Job (or the JobSet) of the app HANDLE names; the cluster's
+garbage collector then removes its pods and commands (a JobSet's Jobs and pods). A running app is stopped by that; "starpod cancel"
 stops an app and keeps its job.
 
-A Volcano Job that starpod did not make (one without the starpod.dev/app-spec
+A Volcano Job or JobSet that starpod did not make (one without the starpod.dev/app-spec
 annotation, which "starpod describe" reads) is refused, unless --force.`,
-		Example: `  starpod delete kubernetes://ml/llama-ft-x7k2`,
-		Args:    usageArgs(cobra.ExactArgs(1)),
+		Example: `  starpod delete kubernetes://ml/llama-ft-x7k2
+  starpod delete jobset://ml/ddp-x7k2`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			h, c, err := f.connectTo(args[0])
 			if err != nil {
 				return err
 			}
-			h = c.Resolve(h)
+			h = c.Locate(cmd.Context(), h)
 			err = c.Delete(cmd.Context(), h, cluster.OpOptions{Force: force})
 			if errors.Is(err, cluster.ErrNotStarpod) {
 				return fmt.Errorf("%w; --force deletes it anyway", err)

@@ -34,8 +34,8 @@ type runFlags struct {
 func newRunCmd(a *app) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
-		Use:   "run [-s kubernetes] [--cfg KEY=VALUE,...] [--overlay-script FILE]... [--dry-run] (APP.yaml | COMPONENT [COMPONENT FLAGS] [-- ARGS...])",
-		Short: "Run an app of roles as a Volcano Job",
+		Use:   "run [-s kubernetes|jobset] [--cfg KEY=VALUE,...] [--overlay-script FILE]... [--dry-run] (APP.yaml | COMPONENT [COMPONENT FLAGS] [-- ARGS...])",
+		Short: "Run an app of roles as a Volcano Job or a JobSet",
 		Long: `Run loads the app spec APP.yaml, builds one pod per replica of each role, applies the
 app's overlays, then each role's, then the --overlay-script files, sets starpod's
 bookkeeping labels (which overlays cannot change), and makes one Volcano Job of them.
@@ -52,6 +52,14 @@ Every problem is reported, one a line with its file:line:col or field path, and 
 is printed or submitted: those of the spec, the app id and every overlay together, and,
 when the spec and the overlays are fine, those of every replica.
 The --cfg keys are listed by "starpod runopts kubernetes".
+
+With -s jobset the app becomes one JobSet (jobset.x-k8s.io/v1alpha2) instead: a replicated
+job per role, an indexed Job of one pod per replica, whose one pod template the overlays
+see once per role (ctx.replica_id is -1, ctx.scheduler "jobset"); each pod finds its
+replica id in $(STARPOD_REPLICA_ID) (its completion index) and rank 0's host in
+$(STARPOD_RANK0_HOST). --cfg queue=Q queues it in Kueue's LocalQueue Q, created suspended
+for Kueue to admit. Elastic roles (min_replicas) need Volcano. Its --cfg keys are listed by
+"starpod runopts jobset", and its project config run options are run_options.jobset.
 
 COMPONENT is a builtin component (dist.ddp, dist.spmd, utils.python, ...; see "starpod
 components") or FILE.star:FUNCTION, a Starlark function that returns the app: the flags after
@@ -70,6 +78,7 @@ else the kubeconfig context's, else default: when both are given, -n wins, as ku
 wins over the context's namespace.`,
 		Example: `  starpod run --dry-run --app-id demo examples/llama-ft/app.yaml
   starpod run --dry-run dist.ddp -j 2:4x8 --script train.py -- --lr 0.1
+  starpod run -s jobset --cfg queue=team-a dist.ddp -j 2x8 --script train.py
   starpod run --dry-run lib/trainers.star:trainer --nodes 4
   starpod run dist.ddp --help
   starpod run -n ml --wait app.yaml
@@ -109,8 +118,9 @@ wins over the context's namespace.`,
 	// The flags after a component are the component's: run's own flags go before it.
 	fs.SetInterspersed(false)
 	f.register(fs, true)
-	fs.StringVarP(&f.scheduler, "scheduler", "s", "kubernetes", "`SCHEDULER` to run on (only kubernetes)")
-	fs.StringArrayVar(&f.cfg, "cfg", nil, "run options `KEY=VALUE,...` (repeatable; see starpod runopts kubernetes)")
+	fs.StringVarP(&f.scheduler, "scheduler", "s", "kubernetes", "`SCHEDULER` to run on: kubernetes (a Volcano Job) or jobset (a JobSet, queued by Kueue with --cfg queue=)")
+	fs.StringArrayVar(&f.cfg, "cfg", nil, "run options `KEY=VALUE,...` (repeatable; see starpod runopts SCHEDULER)")
+	cmd.RegisterFlagCompletionFunc("scheduler", cobra.FixedCompletions(scheduler.Schedulers, cobra.ShellCompDirectiveNoFileComp))
 	fs.StringVar(&f.dryRun, "dry-run", "none", "`MODE`: client prints the job without contacting a cluster, server has the API server check it")
 	fs.Lookup("dry-run").NoOptDefVal = "client"
 	fs.BoolVar(&f.diff, "diff", false, "with --dry-run: print a unified diff of each task's pod before and after the overlays instead of the job (exit 0 whether or not anything changed)")
@@ -124,9 +134,10 @@ wins over the context's namespace.`,
 }
 
 func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs []string) error {
-	if f.scheduler != scheduler.SchedulerKubernetes {
-		return usagef("--scheduler: got %q, want kubernetes", f.scheduler)
+	if scheduler.OptionsOf(f.scheduler) == nil {
+		return usagef("--scheduler: got %q, want %s", f.scheduler, strings.Join(scheduler.Schedulers, " or "))
 	}
+	jobSet := f.scheduler == scheduler.SchedulerJobSet
 	if f.output != "yaml" && f.output != "json" {
 		return usagef("--output: got %q, want yaml or json", f.output)
 	}
@@ -140,6 +151,9 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 	}
 	if f.diff && (f.dryRun != "client" || f.output != "yaml") {
 		return usagef("--diff: only with --dry-run (client) and YAML output")
+	}
+	if f.diff && jobSet {
+		return usagef("--diff: only with -s kubernetes, whose pods are one per replica")
 	}
 	// Check the limit flags; the loader is set per overlay by Build. The workers start now,
 	// while this process reads the project config, the kubeconfig and the spec.
@@ -158,10 +172,10 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 		return printErrors(a, err)
 	}
 	fileSettings := project.Settings(f.scheduler)
-	if _, err := scheduler.ParseConfig(fileSettings); err != nil {
+	if _, err := scheduler.ParseConfigFor(f.scheduler, fileSettings); err != nil {
 		return printErrors(a, &component.ConfigError{File: project.File, Err: fmt.Errorf("run_options: %v", err)})
 	}
-	cfg, err := scheduler.ParseConfig(append(fileSettings, f.cfg...))
+	cfg, err := scheduler.ParseConfigFor(f.scheduler, append(fileSettings, f.cfg...))
 	if err != nil {
 		return usagef("--cfg: %v", err)
 	}
@@ -211,6 +225,9 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 	if f.diff {
 		return runDiff(ctx, a, app, cfg, bopts)
 	}
+	if jobSet {
+		return runJobSet(ctx, a, f, app, cfg, bopts)
+	}
 	if f.dryRun == "client" {
 		out := &errWriter{w: a.stdout}
 		if err := scheduler.RenderTo(ctx, out, app, cfg, bopts, f.output); err != nil {
@@ -226,6 +243,29 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 		return printErrors(a, err)
 	}
 	return submitJob(ctx, a, job, submitOptions{
+		Kubeconfig:   f.kubeconfig,
+		Context:      f.context,
+		DryRunServer: f.dryRun == "server",
+		Wait:         f.wait,
+		Output:       f.output,
+	})
+}
+
+// runJobSet builds the JobSet of app and prints it (a client dry run) or submits it.
+func runJobSet(ctx context.Context, a *app, f *runFlags, app *scheduler.App, cfg scheduler.Config, bopts scheduler.BuildOptions) error {
+	js, err := scheduler.BuildJobSet(ctx, app, cfg, bopts)
+	if err != nil {
+		return printErrors(a, err)
+	}
+	if f.dryRun == "client" {
+		out, err := scheduler.MarshalJobSet(js, f.output)
+		if err != nil {
+			return err
+		}
+		_, err = a.stdout.Write(out)
+		return err
+	}
+	return submitJobSet(ctx, a, js, submitOptions{
 		Kubeconfig:   f.kubeconfig,
 		Context:      f.context,
 		DryRunServer: f.dryRun == "server",

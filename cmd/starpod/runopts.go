@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -17,10 +18,11 @@ import (
 func newRunoptsCmd(a *app) *cobra.Command {
 	var cfg []string
 	cmd := &cobra.Command{
-		Use:   "runopts [--cfg KEY=VALUE,...] [kubernetes]",
+		Use:   "runopts [--cfg KEY=VALUE,...] [kubernetes|jobset]",
 		Short: "List the run options (--cfg keys) of a scheduler",
-		Long: `Runopts lists the keys that "starpod run --cfg KEY=VALUE" accepts for the scheduler,
-with their defaults and what they do.
+		Long: `Runopts lists the keys that "starpod run --cfg KEY=VALUE" accepts for the scheduler
+(kubernetes, Volcano's, by default; jobset for "starpod run -s jobset"), with their
+defaults and what they do.
 
 With a project config (.starpod.yaml in the working directory, or the file $STARPOD_CONFIG
 names) or --cfg settings, it shows instead the value each key would have in "starpod run"
@@ -28,21 +30,26 @@ and where it comes from: --cfg, the project config's file, or the builtin defaul
 command line wins over the file, and the file over the defaults); then the component
 arguments, named resources and overlays the project config gives.`,
 		Example: `  starpod runopts
-  starpod runopts --cfg queue=gpu kubernetes`,
+  starpod runopts --cfg queue=gpu kubernetes
+  starpod runopts jobset`,
 		Args:      usageArgs(cobra.MaximumNArgs(1)),
-		ValidArgs: []string{scheduler.SchedulerKubernetes},
+		ValidArgs: scheduler.Schedulers,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 && args[0] != scheduler.SchedulerKubernetes {
-				return usagef("runopts: unknown scheduler %q, want kubernetes", args[0])
+			sched := scheduler.SchedulerKubernetes
+			if len(args) == 1 {
+				sched = args[0]
+				if scheduler.OptionsOf(sched) == nil {
+					return usagef("runopts: unknown scheduler %q, want %s", sched, strings.Join(scheduler.Schedulers, " or "))
+				}
 			}
 			project, err := component.LoadConfig()
 			if err != nil {
 				return printErrors(a, err)
 			}
 			if project.File == "" && len(cfg) == 0 {
-				return listRunOptions(a)
+				return listRunOptions(a, sched)
 			}
-			return showRunOptions(a, project, cfg)
+			return showRunOptions(a, project, sched, cfg)
 		},
 	}
 	cmd.Flags().StringArrayVar(&cfg, "cfg", nil, "run options `KEY=VALUE,...` to show the values of (repeatable)")
@@ -50,11 +57,11 @@ arguments, named resources and overlays the project config gives.`,
 }
 
 // listRunOptions lists the run options with their defaults and help.
-func listRunOptions(a *app) error {
+func listRunOptions(a *app, sched string) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s:\n", scheduler.SchedulerKubernetes)
+	fmt.Fprintf(tw, "%s:\n", sched)
 	fmt.Fprintln(tw, "  KEY\tDEFAULT\tHELP")
-	for _, o := range scheduler.ConfigOptions {
+	for _, o := range scheduler.OptionsOf(sched) {
 		def := o.Default
 		if def == "" {
 			def = "-"
@@ -66,17 +73,17 @@ func listRunOptions(a *app) error {
 
 // showRunOptions shows the value of each run option and where it comes from, then what else
 // the project config gives.
-func showRunOptions(a *app, project *component.Config, cfg []string) error {
-	fileSettings := project.Settings(scheduler.SchedulerKubernetes)
-	if _, err := scheduler.ParseConfig(fileSettings); err != nil {
+func showRunOptions(a *app, project *component.Config, sched string, cfg []string) error {
+	fileSettings := project.Settings(sched)
+	if _, err := scheduler.ParseConfigFor(sched, fileSettings); err != nil {
 		return printErrors(a, &component.ConfigError{File: project.File, Err: fmt.Errorf("run_options: %v", err)})
 	}
-	if _, err := scheduler.ParseConfig(cfg); err != nil {
+	if _, err := scheduler.ParseConfigFor(sched, cfg); err != nil {
 		return usagef("--cfg: %v", err)
 	}
 	value := make(map[string]string)
 	source := make(map[string]string)
-	for _, o := range scheduler.ConfigOptions {
+	for _, o := range scheduler.OptionsOf(sched) {
 		value[o.Name], source[o.Name] = o.Default, "default"
 	}
 	for _, set := range []struct {
@@ -89,9 +96,9 @@ func showRunOptions(a *app, project *component.Config, cfg []string) error {
 		}
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s:\n", scheduler.SchedulerKubernetes)
+	fmt.Fprintf(tw, "%s:\n", sched)
 	fmt.Fprintln(tw, "  KEY\tVALUE\tFROM\tHELP")
-	for _, o := range scheduler.ConfigOptions {
+	for _, o := range scheduler.OptionsOf(sched) {
 		v := value[o.Name]
 		if v == "" {
 			v = "-"

@@ -10,6 +10,7 @@ import (
 	"github.com/starpod/starpod/cluster"
 	"github.com/starpod/starpod/scheduler"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	jobset "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	vcbatch "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
 
@@ -47,7 +48,36 @@ func submitJob(ctx context.Context, a *app, job *vcbatch.Job, opts submitOptions
 		_, err = a.stdout.Write(out)
 		return err
 	}
-	h := cluster.Handle{Namespace: got.Namespace, AppID: got.Name}
+	return submitted(ctx, a, c, cluster.Handle{Namespace: got.Namespace, AppID: got.Name}, opts)
+}
+
+// submitJobSet is submitJob for a JobSet.
+func submitJobSet(ctx context.Context, a *app, js *jobset.JobSet, opts submitOptions) error {
+	c, err := connect(cluster.Options{Kubeconfig: opts.Kubeconfig, Context: opts.Context})
+	if err != nil {
+		return err
+	}
+	got, err := c.SubmitJobSet(ctx, js, cluster.SubmitOptions{DryRun: opts.DryRunServer})
+	if err != nil {
+		return err
+	}
+	if opts.DryRunServer {
+		// As submitJob prints a Volcano Job.
+		got.TypeMeta = metav1.TypeMeta{APIVersion: jobset.GroupVersion.String(), Kind: "JobSet"}
+		got.ManagedFields = nil
+		out, err := scheduler.MarshalJobSet(got, opts.Output)
+		if err != nil {
+			return err
+		}
+		_, err = a.stdout.Write(out)
+		return err
+	}
+	h := cluster.Handle{Namespace: got.Namespace, AppID: got.Name, Scheduler: scheduler.SchedulerJobSet}
+	return submitted(ctx, a, c, h, opts)
+}
+
+// submitted prints the handle of the app submitted and, with opts.Wait, follows it.
+func submitted(ctx context.Context, a *app, c *cluster.Client, h cluster.Handle, opts submitOptions) error {
 	fmt.Fprintln(a.stdout, h)
 	if !opts.Wait {
 		return nil

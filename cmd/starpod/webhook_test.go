@@ -99,7 +99,7 @@ func TestWebhookServes(t *testing.T) {
 
 	// New certificate files are served without a restart.
 	var stdout2 bytes.Buffer
-	if code := run(context.Background(), []string{"webhook", "certs", "--ip", "127.0.0.1", "--out-dir", certs}, nil, &stdout2, &stderr); code != 0 {
+	if code := run(context.Background(), []string{"webhook", "certs", "--ip", "127.0.0.1", "--out-dir", certs, "--force"}, nil, &stdout2, &stderr); code != 0 {
 		t.Fatalf("certs: exit %d: %s", code, stderr.String())
 	}
 	c2 := client(caPool(t, strings.TrimSpace(stdout2.String())))
