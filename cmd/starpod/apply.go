@@ -54,7 +54,7 @@ no pod and no template, a warning goes to standard error. A Pod the overlays
 do not change is written as it was read, comments and all, when the output format is the
 input's; a changed Pod is encoded anew, with sorted keys, and without the empty status: {}
 and resources: {} its document did not hold. It streams: -j documents are
-applied at the same time, and output beyond 1 MiB waits in a temporary file,
+applied at the same time, and output beyond 256 KiB waits in a temporary file,
 which is removed at the end.
 
 With -o json, several documents are written as kubectl writes them, as the items of one
@@ -171,6 +171,10 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 		// release, 30-34 MiB without; at 100,000 in process, 27.7 against 37.1 MiB.
 		Lasting: func() { residency.ReleaseExecutable() }, // best effort
 	})
+	if len(f.files) == 0 && a.stdinTerminal {
+		// A forgotten -f would otherwise wait on the terminal without a word.
+		fmt.Fprintln(a.stderr, stdinNotice("apply"))
+	}
 	out := &spool{limit: spoolMemory}
 	defer out.Close()
 	if err := p.Run(ctx, files, out); err != nil {
@@ -181,6 +185,11 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 		fmt.Fprintln(a.stderr, "starpod apply: warning: the input held no pod and no pod template; nothing was applied (see --pod-template for other kinds)")
 	}
 	return out.copyTo(a.stdout)
+}
+
+// stdinNotice is what a command that reads manifests from a terminal says first.
+func stdinNotice(cmd string) string {
+	return "starpod " + cmd + ": reading manifests from standard input (give files with -f; end the input with Ctrl-D, or stop with Ctrl-C)"
 }
 
 // fillBytes is the size of the input from which apply starts every worker at once: 10,000

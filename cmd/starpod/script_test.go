@@ -96,12 +96,13 @@ func scriptParams(files []string) testscript.Params {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":   exits,
-			"bounded": bounded,
-			"hostile": hostileSpec, // hostile_spec_test.go
-			"repeat":  repeat,
-			"mkfifo":  mkfifo,
-			"sparse":  sparse,
+			"exits":     exits,
+			"bounded":   bounded,
+			"hostile":   hostileSpec, // hostile_spec_test.go
+			"repeat":    repeat,
+			"mkfifo":    mkfifo,
+			"sparse":    sparse,
+			"interrupt": interrupt, // signals_test.go
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "race" {

@@ -86,6 +86,7 @@ type batch struct {
 // Run applies the chain to every document of files ("-" is Options.Stdin, named <stdin>) and
 // writes the output to w. Nothing that follows an error is written.
 func (p *Pipeline) Run(ctx context.Context, files []string, w io.Writer) error {
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	work := make(chan *batch, p.opts.Jobs)
@@ -131,6 +132,11 @@ func (p *Pipeline) Run(ctx context.Context, files []string, w io.Writer) error {
 	}
 	if failed != nil {
 		return failed
+	}
+	if parent.Err() != nil {
+		// The reader and the appliers stop as soon as ctx ends, and may drop what they
+		// held without an error of their own: a run cut short is never a success.
+		return context.Cause(parent)
 	}
 	return dw.finish()
 }
