@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/starpod/starpod/internal/fast"
 	"github.com/starpod/starpod/internal/pipeline"
@@ -178,7 +179,7 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	out := &spool{limit: spoolMemory}
 	defer out.Close()
 	if err := p.Run(ctx, files, out); err != nil {
-		return err
+		return limitHint(err, map[string]string{"document": "--max-document-size", "input": "--max-input-size"})
 	}
 	if p.Pods() == 0 {
 		// A silent no-op is visible: a stream of kinds starpod does not know, or a typo.
@@ -190,6 +191,25 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 // stdinNotice is what a command that reads manifests from a terminal says first.
 func stdinNotice(cmd string) string {
 	return "starpod " + cmd + ": reading manifests from standard input (give files with -f; end the input with Ctrl-D, or stop with Ctrl-C)"
+}
+
+// A hintError is an error over a limit, and the flag that raises the limit.
+type hintError struct {
+	err  error
+	flag string
+}
+
+func (e *hintError) Error() string { return e.err.Error() + " (raise it with " + e.flag + ")" }
+func (e *hintError) Unwrap() error { return e.err }
+
+// limitHint returns err, when it is a *bound.SizeError whose limit a flag raises, with the
+// flag: flags holds the flag of each kind of limit (SizeError.What).
+func limitHint(err error, flags map[string]string) error {
+	var size *bound.SizeError
+	if errors.As(err, &size) && flags[size.What] != "" {
+		return &hintError{err, flags[size.What]}
+	}
+	return err
 }
 
 // fillBytes is the size of the input from which apply starts every worker at once: 10,000
