@@ -181,6 +181,14 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	if err := p.Run(ctx, files, out); err != nil {
 		return limitHint(err, map[string]string{"document": "--max-document-size", "input": "--max-input-size"})
 	}
+	for _, m := range p.Misses() {
+		// A path that finds nothing in an object of its kind is likely wrong.
+		more := ""
+		if m.Count > 1 {
+			more = fmt.Sprintf(" (nor in %d more of its kind)", m.Count-1)
+		}
+		fmt.Fprintf(a.stderr, "starpod apply: warning: --pod-template %s found no pod template in %s %q%s; check the path against the object\n", m.Rule, m.Kind, m.Name, more)
+	}
 	if p.Pods() == 0 {
 		// A silent no-op is visible: a stream of kinds starpod does not know, or a typo.
 		fmt.Fprintln(a.stderr, "starpod apply: warning: the input held no pod and no pod template; nothing was applied (see --pod-template for other kinds)")

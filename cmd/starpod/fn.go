@@ -354,7 +354,7 @@ func (p *fnProcessor) compile(f *overlayFlags, cfg *fnConfig, dir string) (engin
 	}
 	for _, file := range f.scripts {
 		o, err := f.compileFile(p.ctx, p.a, file)
-		add(o, err, file)
+		add(o, scriptFileError(file, err), file)
 	}
 	for i, file := range cfg.Overlays {
 		// Read as load() reads a module, from the functionConfig's directory.
@@ -497,6 +497,9 @@ func fieldResults(node *kyaml.RNode, err error) fnResults {
 		r := itemResult(node, nil, fe.ErrorBody())
 		r.Field = &fnField{Path: fe.Field}
 		out = append(out, r)
+	}
+	if more := we.MoreText(); more != "" {
+		out = append(out, itemResult(node, nil, more))
 	}
 	return out
 }

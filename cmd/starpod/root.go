@@ -78,7 +78,30 @@ limited in steps, time and memory, and validated strictly against the Pod schema
 	sort.Slice(subs, func(i, j int) bool { return subs[i].Name() < subs[j].Name() })
 	root.AddCommand(subs...)
 	registerCompletions(root)
+	refuseUnknownShells(root)
 	return root
+}
+
+// refuseUnknownShells makes "completion SHELL" of a shell cobra writes no script for bad usage
+// (exit 2), rather than cobra's help and exit 0.
+func refuseUnknownShells(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		var shells []string
+		for _, sub := range c.Commands() {
+			shells = append(shells, sub.Name())
+		}
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return usagef("completion: got shell %q, want one of %s", args[0], strings.Join(shells, ", "))
+		}
+	}
 }
 
 // outputFormats are the -o values of each command that has -o, for shell completion; the

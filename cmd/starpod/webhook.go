@@ -78,7 +78,7 @@ the same port. Logs are one JSON line per admission on standard error.`,
 	fs.StringVar(&f.listen, "listen", ":8443", "`ADDRESS` to serve HTTPS on")
 	fs.StringVar(&f.certFile, "tls-cert-file", "", "serving certificate `FILE` (PEM), reloaded when it changes")
 	fs.StringVar(&f.keyFile, "tls-private-key-file", "", "serving key `FILE` (PEM), reloaded when it changes")
-	fs.Uint64Var(&f.maxSteps, "max-steps", engine.DefaultMaxSteps, "execution `STEPS` allowed per overlay apply")
+	stepsVar(fs, &f.maxSteps, "max-steps", engine.DefaultMaxSteps, "execution `STEPS` allowed per overlay apply")
 	fs.DurationVar(&f.timeout, "timeout", engine.DefaultTimeout, "wall `TIME` allowed per overlay apply")
 	fs.StringVar(&f.memory, "max-memory", "512Mi", "memory `SIZE` allowed to each worker process")
 	fs.StringVar(&f.isolate, "isolation", "worker", "where overlays run, `MODE`: worker or none (in this process, with no memory limit: for trusted overlays only)")

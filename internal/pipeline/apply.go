@@ -98,6 +98,9 @@ func (p *Pipeline) find(w *work, doc *stream.Document) error {
 	if err != nil {
 		return templateError(doc, err)
 	}
+	if len(obj.Misses) > 0 {
+		p.noteMisses(obj.Misses)
+	}
 	for i, t := range obj.Templates {
 		w.pods = append(w.pods, t.Pod)
 		w.units = append(w.units, unit{doc: len(w.docs), template: i + 1})

@@ -12,6 +12,7 @@ package pipeline
 import (
 	"context"
 	"io"
+	"sync"
 	"sync/atomic"
 
 	"github.com/starpod/starpod/engine"
@@ -58,6 +59,45 @@ type Pipeline struct {
 	opts      Options
 	pods      atomic.Int64 // pods and pod templates found
 	templates atomic.Int64 // documents that hold pod templates
+
+	mu     sync.Mutex
+	misses map[string]*Miss // by rule
+}
+
+// A Miss is a rule of Options.Rules that found no template in the objects of its kind.
+type Miss struct {
+	workload.Miss     // the first object
+	Count         int // the objects of its kind the rule found no template in
+}
+
+// Misses returns the rules of Options.Rules that found no template in some objects of their
+// kind, in the order of the rules.
+func (p *Pipeline) Misses() []Miss {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Miss
+	for _, r := range p.opts.Rules.Rules {
+		if m := p.misses[r.String()]; m != nil {
+			out = append(out, *m)
+		}
+	}
+	return out
+}
+
+// noteMisses counts the misses of an object.
+func (p *Pipeline) noteMisses(ms []workload.Miss) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.misses == nil {
+		p.misses = make(map[string]*Miss)
+	}
+	for _, m := range ms {
+		if old := p.misses[m.Rule]; old != nil {
+			old.Count++
+		} else {
+			p.misses[m.Rule] = &Miss{Miss: m, Count: 1}
+		}
+	}
 }
 
 // New returns a pipeline of opts.
