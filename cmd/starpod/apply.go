@@ -70,7 +70,10 @@ Streams are split as kubectl splits them: a line "---" (with spaces or a comment
 separates YAML documents, and a line that starts with "---" followed by anything else is an
 error. A document that parses to nothing ("null") is written as it was. A document larger
 than --max-document-size, also once its YAML aliases are expanded, and input larger than
---max-input-size (all files together) are errors. Only regular files and pipes are read.`,
+--max-input-size (all files together) are errors; but a YAML v1 List larger than
+--max-document-size whose items are a block sequence at column 0, as kubectl get -o yaml
+prints them, is read item by item, each within the limit, and written back as one List, so
+that a List of any size takes bounded memory. Only regular files and pipes are read.`,
 		Example: `  starpod apply --overlay-script gpu.star -f pod.yaml
   kubectl get pod trainer -o yaml | starpod apply --overlay-script gpu.star -o json`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -179,7 +182,7 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 	out := &spool{limit: spoolMemory}
 	defer out.Close()
 	if err := p.Run(ctx, files, out); err != nil {
-		return limitHint(err, map[string]string{"document": "--max-document-size", "input": "--max-input-size"})
+		return limitHint(err, map[string]string{"document": "--max-document-size", "document with its aliases expanded": "--max-document-size", "input": "--max-input-size"})
 	}
 	for _, m := range p.Misses() {
 		// A path that finds nothing in an object of its kind is likely wrong.

@@ -106,6 +106,9 @@ func New(opts Options) *Pipeline {
 		opts.Format = "yaml"
 	}
 	opts.Jobs = max(opts.Jobs, 1)
+	// A List larger than a document is read item by item (kubectl get -o yaml of a large
+	// cluster), and written back as one List.
+	opts.Limits.ListItems = true
 	return &Pipeline{opts: opts}
 }
 
@@ -117,10 +120,11 @@ func (p *Pipeline) Templates() int64 { return p.templates.Load() }
 
 // A batch is consecutive documents of the input, or the error that ended reading.
 type batch struct {
-	docs []*stream.Document
-	err  error         // the error of the first document that failed, or of reading after docs
-	out  [][]byte      // the output of each document before the error, set by an applier
-	done chan struct{} // closed when out and err are final
+	docs  []*stream.Document
+	err   error         // the error of the first document that failed, or of reading after docs
+	out   [][]byte      // the output of each document before the error, set by an applier
+	parts []stream.Part // what part of a List each document of out is, if any
+	done  chan struct{} // closed when out and err are final
 }
 
 // Run applies the chain to every document of files ("-" is Options.Stdin, named <stdin>) and
@@ -158,13 +162,13 @@ func (p *Pipeline) Run(ctx context.Context, files []string, w io.Writer) error {
 			p.opts.Lasting()
 		}
 		<-b.done
-		for _, data := range b.out {
-			if err := dw.writeRaw(data); err != nil {
+		for i, data := range b.out {
+			if err := dw.write(data, b.parts[i]); err != nil {
 				b.err = err
 				break
 			}
 		}
-		b.out = nil
+		b.out, b.parts = nil, nil
 		if b.err != nil {
 			failed = b.err
 			cancel()
@@ -208,7 +212,7 @@ func (p *Pipeline) read(ctx context.Context, files []string, work, order chan<- 
 	for _, file := range files {
 		ok := true
 		err := p.readFile(file, func(doc *stream.Document) bool {
-			if p.opts.Jobs == 1 && !p.opts.InWorkers {
+			if p.opts.Jobs == 1 && !p.opts.InWorkers && doc.Part != stream.ListHead && doc.Part != stream.ListTail {
 				// With one applier, parsing here keeps two goroutines busy; with more,
 				// the appliers parse, so that reading is not a serial bottleneck.
 				doc.Parse() // an error waits for the applier, which parses again
