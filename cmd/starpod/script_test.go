@@ -22,8 +22,9 @@ import (
 // TestMain lets the test binary act as the starpod command inside scripts.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"starpod":      main,
-		"starpod-peak": peakMain,
+		"starpod":       main,
+		"starpod-peak":  peakMain,
+		"signals-stuck": stuckMain, // signals_test.go
 	})
 }
 

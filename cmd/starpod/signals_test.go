@@ -27,8 +27,23 @@ import (
 // overlay workers) is left once it has. The command's output is the script's stdout and
 // stderr, as an exec's would be.
 func interrupt(ts *testscript.TestScript, neg bool, args []string) {
-	tty := len(args) > 0 && args[0] == "-tty"
-	if tty {
+	var tty, twice bool
+	var ready string // the text on standard error that says the command is under way
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		switch args[0] {
+		case "-tty":
+			tty = true
+		case "-twice":
+			twice = true
+		case "-stderr":
+			if len(args) < 2 {
+				ts.Fatalf("interrupt: -stderr takes a TEXT")
+			}
+			ready = args[1]
+			args = args[1:]
+		default:
+			ts.Fatalf("interrupt: unknown option %s", args[0])
+		}
 		args = args[1:]
 	}
 	if neg || len(args) < 3 {
@@ -48,8 +63,9 @@ func interrupt(ts *testscript.TestScript, neg bool, args []string) {
 	for _, kv := range []string{"HOME", "PATH", "WORK"} {
 		cmd.Env = append(cmd.Env, kv+"="+ts.Getenv(kv))
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var stdout bytes.Buffer
+	stderr := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Standard input stays open and empty until the end: the command waits on it.
 	var keep []*os.File
@@ -76,24 +92,45 @@ func interrupt(ts *testscript.TestScript, neg bool, args []string) {
 	defer func() {
 		syscall.Kill(-pid, syscall.SIGKILL) // whatever the outcome, nothing is left
 	}()
-	// Wait until one of its threads reads standard input (or it exits before it does).
+	// Wait until one of its threads reads standard input, or it wrote ready (or it exits
+	// before).
 	deadline := time.Now().Add(time.Minute)
-	for !readsStdin(pid) {
+	under := func() bool {
+		if ready != "" {
+			return strings.Contains(stderr.String(), ready)
+		}
+		return readsStdin(pid)
+	}
+	for !under() {
 		select {
 		case err := <-done:
 			ts.Stdout().Write(stdout.Bytes())
-			ts.Stderr().Write(stderr.Bytes())
-			ts.Fatalf("interrupt: the command exited before it read its standard input: %v", err)
+			ts.Stderr().Write([]byte(stderr.String()))
+			ts.Fatalf("interrupt: the command exited before it was under way: %v", err)
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("interrupt: the command did not read its standard input within a minute")
+			ts.Fatalf("interrupt: the command was not under way within a minute")
 		}
 	}
-	if tty {
-		ts.Check(syscall.Kill(-pid, sig))
-	} else {
-		ts.Check(syscall.Kill(pid, sig))
+	send := func() {
+		if tty {
+			ts.Check(syscall.Kill(-pid, sig))
+		} else {
+			ts.Check(syscall.Kill(pid, sig))
+		}
+	}
+	send()
+	if twice {
+		// The second signal once the first has been seen: the command must not wait for
+		// its work to stop.
+		for !strings.Contains(stderr.String(), "first signal") {
+			if time.Now().After(deadline) {
+				ts.Fatalf("interrupt: the command did not say it got the first signal")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		send()
 	}
 	var werr error
 	select {
@@ -102,7 +139,7 @@ func interrupt(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("interrupt: the command did not exit within a minute of SIG%s", args[0])
 	}
 	ts.Stdout().Write(stdout.Bytes())
-	ts.Stderr().Write(stderr.Bytes())
+	ts.Stderr().Write([]byte(stderr.String()))
 	got := 0
 	var exit *exec.ExitError
 	if errors.As(werr, &exit) {
@@ -120,6 +157,16 @@ func interrupt(ts *testscript.TestScript, neg bool, args []string) {
 	if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
 		ts.Fatalf("interrupt: a process of the command's group outlived it: %s", groupProcesses(pid))
 	}
+}
+
+// stuckMain is the program signals-stuck: it stops on signals as starpod does, but its work
+// does not stop at the first, as a builtin busy in Go would not; the second must end it.
+func stuckMain() {
+	ctx, _ := withSignals(context.Background(), func() { fmt.Fprintln(os.Stderr, "second signal: exiting") })
+	fmt.Fprintln(os.Stderr, "ready")
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "first signal:", context.Cause(ctx))
+	select {}
 }
 
 // scriptPath finds the program name on the script's PATH.
