@@ -64,7 +64,10 @@ one JSON value; a single document is written as itself. A document read from YAM
 written with sorted keys, as kubectl prints maps.
 
 Nothing is written unless every document succeeds: on any error, standard output stays
-empty, the error goes to standard error and the exit code is 1.
+empty, the error goes to standard error and the exit code is 1. Ctrl-C (SIGINT) or SIGTERM
+stops apply at once, also while it waits on standard input: nothing more is written, its
+workers exit, and the exit code is 130 or 143; a second signal ends it at once. On a
+terminal, without -f, apply says that it reads standard input; Ctrl-D ends the input.
 
 Streams are split as kubectl splits them: a line "---" (with spaces or a comment after it)
 separates YAML documents, and a line that starts with "---" followed by anything else is an

@@ -121,6 +121,10 @@ func runFn(ctx context.Context, a *app, f *fnFlags) error {
 	if err != nil {
 		return err
 	}
+	if a.stdinTerminal {
+		// fn is run by kustomize and kpt; run by hand, it would wait without a word.
+		fmt.Fprintln(a.stderr, "starpod fn: reading a ResourceList from standard input (kustomize and kpt send one; for manifests, use starpod apply -f FILE; end the input with Ctrl-D, or stop with Ctrl-C)")
+	}
 	list, err := readResourceList(a.stdin, maxList)
 	if err != nil {
 		return err
