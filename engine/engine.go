@@ -516,6 +516,9 @@ func (o *Overlay) evalError(err error, thread *starlark.Thread, lim *LimitError)
 		if cause := eval.Unwrap(); cause != nil {
 			e.Err = cause
 		}
+		if hint := evalHint(e.Err.Error()); hint != "" {
+			e.Err = fmt.Errorf("%w; %s", e.Err, hint)
+		}
 	}
 	if lim != nil {
 		lim.Err = e.Err

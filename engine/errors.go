@@ -163,6 +163,28 @@ func backtrace(eval *starlark.EvalError) string {
 	return strings.TrimRight(stack.String(), "\n")
 }
 
+// The patterns of evalHint, compiled when an error first needs them.
+var (
+	noFieldError  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^dict has no \.(\w+) field or method$`) })
+	unassignedVar = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^local variable (\w+) referenced before assignment$`)
+	})
+)
+
+// evalHint returns what a Python habit that gave the message of an error of execution likely
+// meant, or "": a pod's fields read as attributes (pod.spec), a global assigned in a function
+// (COUNT += 1).
+func evalHint(msg string) string {
+	if m := noFieldError().FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf(`a pod and its fields are dicts: write pod[%q], or pod.get(%q) for a field that may be absent`, m[1], m[1])
+	}
+	if m := unassignedVar().FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("if %s is a global, a function cannot assign it (globals are frozen once the top level has run): "+
+			"compute the value in the function, or change a dict or list in place", m[1])
+	}
+	return ""
+}
+
 // pythonKeywords says what Starlark offers instead of the Python keywords it lacks, which its
 // parser reports as "got KEYWORD, want ...".
 var pythonKeywords = map[string]string{

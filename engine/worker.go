@@ -177,9 +177,14 @@ func (p *WorkerPool) Fill(opts *Options) {
 	p.p.Fill(opts.maxMemory())
 }
 
-// Close stops the idle workers of p and every busy one when its apply ends. Applies after
-// Close fail.
+// Close stops the idle workers of p and every busy one when its apply ends, and waits until
+// every worker no apply holds has exited, killing those still starting: a command that
+// closes its pool before it exits leaves no worker behind. Applies after Close fail.
 func (p *WorkerPool) Close() error { return p.p.Close() }
+
+// Kill kills every worker of p, busy or not, without waiting: for a process about to exit
+// at once, as at a second Ctrl-C.
+func (p *WorkerPool) Kill() { p.p.Kill() }
 
 // WorkerStats describes the workers of a pool.
 type WorkerStats struct {

@@ -172,3 +172,42 @@ func TestKustomizeExecFunctionError(t *testing.T) {
 		t.Errorf("kustomize build: stderr:\n%s\nwant it to hold %q", stderr.Bytes(), want)
 	}
 }
+
+// Kustomize versions around the oldest that runs the function as docs/pipelines.md writes
+// it: v5.6.0 refuses the function's exec.args, v5.7.0 takes them.
+const (
+	kustomizeOldest   = "v5.7.0"
+	kustomizeTooOld   = "v5.6.0"
+	kustomizeArgsFail = `unknown field "args"`
+)
+
+// TestKustomizeVersions runs the documented build with the oldest kustomize that works, and
+// checks that the version before it fails as docs/pipelines.md says.
+func TestKustomizeVersions(t *testing.T) {
+	dir := kustomization(t, `def overlay(pod, ctx):
+    pod["metadata"].setdefault("labels", {})["team"] = ctx.args["team"]
+`)
+	oldest := installTool(t, "sigs.k8s.io/kustomize/kustomize/v5", kustomizeOldest, "kustomize")
+	out := runTool(t, dir, pathEnv(), oldest, "build", "--enable-alpha-plugins", "--enable-exec", ".")
+	found := false
+	for _, doc := range splitDocs(out) {
+		if strings.Contains(doc, "\nkind: Deployment\n") {
+			var d appsv1.Deployment
+			mustUnmarshal(t, doc, &d)
+			wantLabel(t, "Deployment (kustomize "+kustomizeOldest+")", d.Spec.Template.Labels, "team", "shop")
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("kustomize %s build: no Deployment in\n%s", kustomizeOldest, out)
+	}
+
+	old := installTool(t, "sigs.k8s.io/kustomize/kustomize/v5", kustomizeTooOld, "kustomize")
+	cmd := exec.Command(old, "build", "--enable-alpha-plugins", "--enable-exec", ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), pathEnv()...)
+	msg, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(msg), kustomizeArgsFail) {
+		t.Errorf("kustomize %s build: got %v:\n%s\nwant it to refuse the function with %s, as docs/pipelines.md says", kustomizeTooOld, err, msg, kustomizeArgsFail)
+	}
+}

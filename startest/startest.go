@@ -1,15 +1,21 @@
 // Package startest runs tests of overlays written in Starlark: the files named *_test.star,
 // whose functions named test_* check what overlays do to pods.
 //
-// A test file sees the overlay helpers of package builtins and four more names:
+// A test file sees the overlay helpers of package builtins and six more names:
 //
 //	assert                          checks: assert.eq(got, want, msg=None), assert.ne(a, b, msg=None),
 //	                                assert.true(cond, msg=None), assert.contains(container, item, msg=None),
 //	                                assert.fails(fn, pattern) (fn() must fail with an error matching pattern)
 //	apply(overlay_file, pod, ctx=None)  the pod (a dict) after the overlay in overlay_file (a path relative to
 //	                                the test file); ctx is a dict, or a struct such as the ctx an overlay
-//	                                receives, of app_id, role, replica_id, num_replicas, scheduler and args
+//	                                receives, of app_id, role, replica_id, num_replicas, scheduler, args
+//	                                and workload (a dict or struct of kind, api_version, name, namespace
+//	                                and path: the pod is then a pod template, checked as one)
 //	pod_from_yaml(text)             the pod a YAML or JSON text describes, checked strictly
+//	templates_from_yaml(text)       the pods and pod templates of a manifest (a Pod, a Deployment, a
+//	                                CronJob, a Volcano Job, a v1 List...) as apply gives them to overlays:
+//	                                a list of structs, each with .pod (a dict) and .ctx (a dict whose
+//	                                workload names the object, or None for a bare pod)
 //	component(name, *argv)          the app (a dict in the shape of an app spec) that the component
 //	                                name (dist.ddp, or FILE.star:FUNCTION relative to the test file)
 //	                                returns for the command line flags argv, checked strictly
@@ -325,13 +331,14 @@ func (r *runner) compile() (*starlark.Program, *engine.Linker, starlark.StringDi
 	return prog, linker, predeclared, nil
 }
 
-// predeclared returns the names a test file sees: the overlay helpers, and assert, apply and
-// pod_from_yaml.
+// predeclared returns the names a test file sees: the overlay helpers, and assert, apply,
+// pod_from_yaml, templates_from_yaml and component.
 func (r *runner) predeclared() starlark.StringDict {
 	predeclared := builtins.Predeclared()
 	predeclared["assert"] = r.assertModule()
 	predeclared["apply"] = starlark.NewBuiltin("apply", r.apply)
 	predeclared["pod_from_yaml"] = starlark.NewBuiltin("pod_from_yaml", podFromYAML)
+	predeclared["templates_from_yaml"] = starlark.NewBuiltin("templates_from_yaml", templatesFromYAML)
 	predeclared["component"] = starlark.NewBuiltin("component", r.componentApp)
 	return predeclared
 }
@@ -518,8 +525,8 @@ func (r *runner) overlay(file string) (*engine.Overlay, error) {
 }
 
 // envFromValue reads the ctx argument of apply: None, a dict, or a struct such as the ctx an
-// overlay receives, with the fields app_id, role, replica_id, num_replicas, scheduler and args,
-// each optional. A replica_id or num_replicas that is not None without a scheduler stands for
+// overlay receives, with the fields app_id, role, replica_id, num_replicas, scheduler, args and
+// workload, each optional. A replica_id or num_replicas that is not None without a scheduler stands for
 // a pod of "starpod run", whose scheduler is kubernetes.
 func envFromValue(v starlark.Value) (*engine.Env, error) {
 	env := &engine.Env{}
@@ -585,8 +592,10 @@ func envFromValue(v starlark.Value) (*engine.Env, error) {
 				}
 				env.Args[ks] = vs
 			}
+		case "workload":
+			env.Workload, err = workloadFromValue(v)
 		default:
-			return nil, fmt.Errorf("unknown key %q; want app_id, role, replica_id, num_replicas, scheduler or args", k)
+			return nil, fmt.Errorf("unknown key %q; want app_id, role, replica_id, num_replicas, scheduler, args or workload", k)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", k, err)
@@ -622,6 +631,9 @@ func podFromYAML(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	var obj any
 	if err := dec.Decode(&obj); err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	if m, ok := obj.(map[string]any); ok && m["kind"] != nil && m["kind"] != "Pod" {
+		return nil, fmt.Errorf("%s: got a %v, want a Pod; for the pod templates of a workload, as apply gives them to overlays, use templates_from_yaml", b.Name(), m["kind"])
 	}
 	pod, err := convert.DecodePod(obj)
 	if err != nil {

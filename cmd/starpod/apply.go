@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/starpod/starpod/internal/fast"
 	"github.com/starpod/starpod/internal/pipeline"
@@ -54,7 +55,7 @@ no pod and no template, a warning goes to standard error. A Pod the overlays
 do not change is written as it was read, comments and all, when the output format is the
 input's; a changed Pod is encoded anew, with sorted keys, and without the empty status: {}
 and resources: {} its document did not hold. It streams: -j documents are
-applied at the same time, and output beyond 1 MiB waits in a temporary file,
+applied at the same time, and output beyond 256 KiB waits in a temporary file,
 which is removed at the end.
 
 With -o json, several documents are written as kubectl writes them, as the items of one
@@ -63,13 +64,19 @@ one JSON value; a single document is written as itself. A document read from YAM
 written with sorted keys, as kubectl prints maps.
 
 Nothing is written unless every document succeeds: on any error, standard output stays
-empty, the error goes to standard error and the exit code is 1.
+empty, the error goes to standard error and the exit code is 1. Ctrl-C (SIGINT) or SIGTERM
+stops apply at once, also while it waits on standard input: nothing more is written, its
+workers exit, and the exit code is 130 or 143; a second signal ends it at once. On a
+terminal, without -f, apply says that it reads standard input; Ctrl-D ends the input.
 
 Streams are split as kubectl splits them: a line "---" (with spaces or a comment after it)
 separates YAML documents, and a line that starts with "---" followed by anything else is an
 error. A document that parses to nothing ("null") is written as it was. A document larger
 than --max-document-size, also once its YAML aliases are expanded, and input larger than
---max-input-size (all files together) are errors. Only regular files and pipes are read.`,
+--max-input-size (all files together) are errors; but a YAML v1 List larger than
+--max-document-size whose items are a block sequence at column 0, as kubectl get -o yaml
+prints them, is read item by item, each within the limit, and written back as one List, so
+that a List of any size takes bounded memory. Only regular files and pipes are read.`,
 		Example: `  starpod apply --overlay-script gpu.star -f pod.yaml
   kubectl get pod trainer -o yaml | starpod apply --overlay-script gpu.star -o json`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -171,16 +178,52 @@ func runApply(ctx context.Context, a *app, f *applyFlags) error {
 		// release, 30-34 MiB without; at 100,000 in process, 27.7 against 37.1 MiB.
 		Lasting: func() { residency.ReleaseExecutable() }, // best effort
 	})
+	if len(f.files) == 0 && a.stdinTerminal {
+		// A forgotten -f would otherwise wait on the terminal without a word.
+		fmt.Fprintln(a.stderr, stdinNotice("apply"))
+	}
 	out := &spool{limit: spoolMemory}
 	defer out.Close()
 	if err := p.Run(ctx, files, out); err != nil {
-		return err
+		return limitHint(err, map[string]string{"document": "--max-document-size", "document with its aliases expanded": "--max-document-size", "input": "--max-input-size"})
+	}
+	for _, m := range p.Misses() {
+		// A path that finds nothing in an object of its kind is likely wrong.
+		more := ""
+		if m.Count > 1 {
+			more = fmt.Sprintf(" (nor in %d more of its kind)", m.Count-1)
+		}
+		fmt.Fprintf(a.stderr, "starpod apply: warning: --pod-template %s found no pod template in %s %q%s; check the path against the object\n", m.Rule, m.Kind, m.Name, more)
 	}
 	if p.Pods() == 0 {
 		// A silent no-op is visible: a stream of kinds starpod does not know, or a typo.
 		fmt.Fprintln(a.stderr, "starpod apply: warning: the input held no pod and no pod template; nothing was applied (see --pod-template for other kinds)")
 	}
 	return out.copyTo(a.stdout)
+}
+
+// stdinNotice is what a command that reads manifests from a terminal says first.
+func stdinNotice(cmd string) string {
+	return "starpod " + cmd + ": reading manifests from standard input (give files with -f; end the input with Ctrl-D, or stop with Ctrl-C)"
+}
+
+// A hintError is an error over a limit, and the flag that raises the limit.
+type hintError struct {
+	err  error
+	flag string
+}
+
+func (e *hintError) Error() string { return e.err.Error() + " (raise it with " + e.flag + ")" }
+func (e *hintError) Unwrap() error { return e.err }
+
+// limitHint returns err, when it is a *bound.SizeError whose limit a flag raises, with the
+// flag: flags holds the flag of each kind of limit (SizeError.What).
+func limitHint(err error, flags map[string]string) error {
+	var size *bound.SizeError
+	if errors.As(err, &size) && flags[size.What] != "" {
+		return &hintError{err, flags[size.What]}
+	}
+	return err
 }
 
 // fillBytes is the size of the input from which apply starts every worker at once: 10,000

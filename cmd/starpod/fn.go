@@ -14,11 +14,13 @@ package main
 // about 2.4 ms of the 12 ms a process takes to start (linux/amd64, Go 1.26).
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"github.com/starpod/starpod/internal/pipeline"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -41,7 +43,13 @@ import (
 type fnFlags struct {
 	overlayFlags
 	podTmpl []string // --pod-template
+	maxList string   // --max-list-size
 }
+
+// defaultMaxList is the default of fn's --max-list-size: the largest ResourceList fn reads.
+// kyaml takes about 240 bytes of memory a byte of a list of small items (100,000 one-line
+// ConfigMaps, 5.7 MB, took 1.36 GB), so the default holds fn to well under a GiB.
+const defaultMaxList = 3 << 20
 
 func newFnCmd(a *app) *cobra.Command {
 	f := &fnFlags{}
@@ -61,7 +69,7 @@ The overlays are the --overlay-script files, then those the functionConfig names
   metadata:
     name: gpu
   spec:
-    overlays: [gpu.star]        # files, relative to the working directory (kustomize: the kustomization's)
+    overlays: [gpu.star]        # files, relative to the functionConfig's directory (see below)
     script: |                   # an overlay written inline
       def overlay(pod, ctx):
           ...
@@ -70,7 +78,17 @@ The overlays are the --overlay-script files, then those the functionConfig names
 
 A ConfigMap functionConfig (kpt fn eval -- key=value) holds the same in data: overlays and
 podTemplates separated by commas, script, and every other key as an arg. Items keep their
-comments and the config.kubernetes.io annotations.`,
+comments and the config.kubernetes.io annotations.
+
+The overlays of the functionConfig are paths relative to its directory: the directory of
+its file, when the orchestrator says where that is (kpt fn render, from the
+internal.config.kubernetes.io/package-path and path annotations), or else the working
+directory (kustomize runs a function in the kustomization's directory, kpt fn eval in its
+own). Like the modules load() reads, they stay inside it: no absolute paths, no "..", no
+symbolic links that lead out. --overlay-script files are relative to the working directory.
+
+The input is one ResourceList of at most --max-list-size; anything else (a manifest, a
+stream of them) is refused: apply is the command for those.`,
 		Example: `  # kustomization.yaml: transformers: [starpod.yaml], with starpod.yaml holding
   #   metadata: {annotations: {config.kubernetes.io/function: "exec: {path: starpod, args: [fn]}"}}
   kustomize build --enable-alpha-plugins --enable-exec .
@@ -87,6 +105,7 @@ comments and the config.kubernetes.io annotations.`,
 	}
 	f.register(cmd.Flags(), true)
 	cmd.Flags().StringArrayVar(&f.podTmpl, "pod-template", nil, "`GROUP/KIND=PATH` of the pod templates of more kinds, e.g. example.com/Trainer=spec.workers[*].template (repeatable)")
+	cmd.Flags().StringVar(&f.maxList, "max-list-size", bound.FormatSize(defaultMaxList), "largest `SIZE` of the ResourceList read, also with its YAML aliases expanded (e.g. 16Mi)")
 	return cmd
 }
 
@@ -98,9 +117,21 @@ func runFn(ctx context.Context, a *app, f *fnFlags) error {
 	if _, err := podTemplateRules(f.podTmpl); err != nil {
 		return err
 	}
+	maxList, err := sizeFlag("--max-list-size", f.maxList, "16Mi")
+	if err != nil {
+		return err
+	}
+	if a.stdinTerminal {
+		// fn is run by kustomize and kpt; run by hand, it would wait without a word.
+		fmt.Fprintln(a.stderr, "starpod fn: reading a ResourceList from standard input (kustomize and kpt send one; for manifests, use starpod apply -f FILE; end the input with Ctrl-D, or stop with Ctrl-C)")
+	}
+	list, err := readResourceList(a.stdin, maxList)
+	if err != nil {
+		return err
+	}
 	p := &fnProcessor{ctx: ctx, a: a, f: f}
-	rw := &kio.ByteReadWriter{Reader: a.stdin, Writer: a.stdout, KeepReaderAnnotations: true}
-	err := processList(rw, p.Process)
+	rw := &kio.ByteReadWriter{Reader: bytes.NewReader(list), Writer: a.stdout, KeepReaderAnnotations: true}
+	err = processList(rw, p.Process)
 	var results fnResults
 	if errors.As(err, &results) {
 		for _, r := range results {
@@ -216,7 +247,7 @@ func (p *fnProcessor) Process(rl *resourceList) error {
 	if err != nil {
 		return fail(&fnResult{Severity: severityError, Message: "functionConfig.spec.podTemplates: " + err.Error()})
 	}
-	chain, errs := p.compile(&f, cfg)
+	chain, errs := p.compile(&f, cfg, configDir(rl.FunctionConfig))
 	if len(errs) > 0 {
 		return fail(errs...)
 	}
@@ -305,9 +336,9 @@ func anyNode(n *kyaml.Node, f func(*kyaml.Node) bool) bool {
 	return n != nil && (f(n) || slices.ContainsFunc(n.Content, func(c *kyaml.Node) bool { return anyNode(c, f) }))
 }
 
-// compile compiles the --overlay-script files, the files of the functionConfig and its
-// inline script, in that order. Each problem is a result.
-func (p *fnProcessor) compile(f *overlayFlags, cfg *fnConfig) (engine.Chain, fnResults) {
+// compile compiles the --overlay-script files, the files of the functionConfig (relative to
+// dir, and confined to it) and its inline script, in that order. Each problem is a result.
+func (p *fnProcessor) compile(f *overlayFlags, cfg *fnConfig, dir string) (engine.Chain, fnResults) {
 	var chain engine.Chain
 	var results fnResults
 	add := func(o *engine.Overlay, err error, file string) {
@@ -325,9 +356,34 @@ func (p *fnProcessor) compile(f *overlayFlags, cfg *fnConfig) (engine.Chain, fnR
 			chain = append(chain, o)
 		}
 	}
-	for _, file := range append(append([]string(nil), f.scripts...), cfg.Overlays...) {
+	for _, file := range f.scripts {
 		o, err := f.compileFile(p.ctx, p.a, file)
-		add(o, err, file)
+		add(o, scriptFileError(file, err), file)
+	}
+	for i, file := range cfg.Overlays {
+		// Read as load() reads a module, from the functionConfig's directory.
+		var name string
+		var src []byte
+		var err error
+		switch {
+		case filepath.IsAbs(file):
+			err = fmt.Errorf("got the absolute path %s, want a path relative to %s", file, describeDir(dir))
+		case !filepath.IsLocal(file):
+			err = fmt.Errorf("%s leads outside %s", file, describeDir(dir))
+		default:
+			name, src, err = engine.DirLoader(dir).Load(filepath.Join(dir, "functionConfig"), file)
+		}
+		if err != nil {
+			add(nil, fmt.Errorf("functionConfig.spec.overlays[%d]: %v (the overlays of a functionConfig are relative to its directory, or the working directory: see starpod fn --help)", i, err), file)
+			continue
+		}
+		opts, err := f.options(p.a, name)
+		var o *engine.Overlay
+		if err == nil {
+			prestart(opts)
+			o, err = engine.Compile(p.ctx, name, src, opts)
+		}
+		add(o, err, name)
 	}
 	if cfg.Script != "" {
 		const name = "functionConfig.spec.script"
@@ -345,6 +401,48 @@ func (p *fnProcessor) compile(f *overlayFlags, cfg *fnConfig) (engine.Chain, fnR
 		add(o, err, "")
 	}
 	return chain, results
+}
+
+// packagePathAnnotation is the annotation in which kpt fn render says which directory holds
+// the package of an item, or of the functionConfig.
+const packagePathAnnotation = "internal.config.kubernetes.io/package-path"
+
+// configDir returns the directory the overlays of the functionConfig fc are relative to: that
+// of its file when the orchestrator says where it is (kpt fn render), or else the working
+// directory.
+func configDir(fc *kyaml.RNode) string {
+	if fc == nil {
+		return workingDir()
+	}
+	a := fc.GetAnnotations()
+	pkg := a[packagePathAnnotation]
+	if pkg == "" || !filepath.IsAbs(pkg) {
+		return workingDir()
+	}
+	path := a[kioutil.PathAnnotation]
+	if path == "" {
+		path = a[kioutil.LegacyPathAnnotation]
+	}
+	if path != "" && filepath.IsLocal(path) {
+		return filepath.Join(pkg, filepath.Dir(path))
+	}
+	return filepath.Clean(pkg)
+}
+
+// workingDir returns the working directory, or "." if it cannot say.
+func workingDir() string {
+	if wd, err := os.Getwd(); err == nil {
+		return wd
+	}
+	return "."
+}
+
+// describeDir names dir in messages, saying when it is the working directory.
+func describeDir(dir string) string {
+	if wd := workingDir(); dir == wd {
+		return "the working directory, " + dir
+	}
+	return dir
 }
 
 // overlayMessage returns the text of an overlay's error, with its backtrace.
@@ -403,6 +501,9 @@ func fieldResults(node *kyaml.RNode, err error) fnResults {
 		r := itemResult(node, nil, fe.ErrorBody())
 		r.Field = &fnField{Path: fe.Field}
 		out = append(out, r)
+	}
+	if more := we.MoreText(); more != "" {
+		out = append(out, itemResult(node, nil, more))
 	}
 	return out
 }

@@ -5,7 +5,10 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
+
+	"github.com/starpod/starpod/internal/stream"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
@@ -114,4 +117,33 @@ func (rs fnResults) Error() string {
 		msgs[i] = r.String()
 	}
 	return strings.Join(msgs, "\n\n")
+}
+
+// readResourceList reads the ResourceList of fn from r: one YAML or JSON document of at most
+// max bytes, also with its aliases expanded, whose kind is ResourceList. It returns its text.
+func readResourceList(r io.Reader, max int64) ([]byte, error) {
+	const name = "<stdin>"
+	sr := stream.ReaderOptions{MaxDocumentBytes: max, MaxInputBytes: max}.NewReader(name, r)
+	doc, err := sr.Next()
+	if err == io.EOF {
+		return nil, fmt.Errorf("fn: %s: got no input, want a ResourceList (kustomize and kpt send one); to apply overlays to manifests, use starpod apply", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fn: %v", limitHint(err, map[string]string{"document": "--max-list-size", "input": "--max-list-size"}))
+	}
+	apiVersion, kind := doc.Kind()
+	if kind != kio.ResourceListKind || !strings.HasPrefix(apiVersion, "config.kubernetes.io/") && !strings.HasPrefix(apiVersion, "config.k8s.io/") {
+		got := strings.TrimSpace(apiVersion + " " + kind)
+		if got == "" {
+			got = "a document with no apiVersion and kind"
+		}
+		return nil, fmt.Errorf("fn: %s:%d: got %s, want a config.kubernetes.io/v1 ResourceList: fn is a KRM function, for kustomize and kpt; to apply overlays to manifests, use starpod apply", name, doc.Line, got)
+	}
+	if _, err := sr.NextText(); err != io.EOF {
+		if err != nil {
+			return nil, fmt.Errorf("fn: %v", limitHint(err, map[string]string{"document": "--max-list-size", "input": "--max-list-size"}))
+		}
+		return nil, fmt.Errorf("fn: %s: got more than one document, want one ResourceList; to apply overlays to a stream of manifests, use starpod apply", name)
+	}
+	return doc.Raw, nil
 }

@@ -5,8 +5,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/residency"
@@ -19,9 +17,10 @@ func main() {
 	if len(os.Args) > 1 && hugeHeapCommands[os.Args[1]] {
 		residency.HugeHeap(16 << 20) // best effort
 	}
-	// Ctrl-C or a SIGTERM ends the context: the overlay workers stop, an apply leaves no
-	// output behind, and a second signal ends the process at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Ctrl-C or a SIGTERM ends the context: the command stops its work, writes nothing more,
+	// waits for its overlay workers and exits 130 or 143; a second signal kills the workers
+	// and ends the process at once.
+	ctx, stop := withSignals(context.Background(), killWorkers)
 	endProfile := startProfile()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	endProfile()

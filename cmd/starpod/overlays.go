@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -52,7 +53,7 @@ func (f *overlayFlags) register(fs *pflag.FlagSet, withScripts bool) {
 	}
 	fs.StringArrayVar(&f.args, "overlay-arg", nil, "`KEY=VALUE` passed to overlays as ctx.args (repeatable)")
 	fs.StringVar(&f.root, "overlay-root", "", "`DIR` that load() may read from (default: the directory of each overlay)")
-	fs.Uint64Var(&f.maxSteps, "max-steps", engine.DefaultMaxSteps, "execution `STEPS` allowed per overlay apply")
+	stepsVar(fs, &f.maxSteps, "max-steps", engine.DefaultMaxSteps, "execution `STEPS` allowed per overlay apply")
 	fs.DurationVar(&f.timeout, "timeout", engine.DefaultTimeout, "wall `TIME` allowed per overlay apply (e.g. 500ms, 10s)")
 	fs.StringVar(&f.memory, "max-memory", "512Mi", "memory `SIZE` allowed to the worker process that runs overlays (e.g. 256Mi, 1Gi)")
 	fs.StringVar(&f.isolate, "isolation", "worker", "where overlays run, `MODE`: worker (isolated processes with --max-memory) or none (in this process, faster, with no memory limit: for trusted overlays only)")
@@ -151,6 +152,7 @@ func (f *overlayFlags) compile(ctx context.Context, a *app, files []string) (eng
 	var errs []string
 	for _, file := range files {
 		o, err := f.compileFile(ctx, a, file)
+		err = scriptFileError(file, err)
 		var usage *usageError
 		if errors.As(err, &usage) {
 			return nil, err
@@ -165,6 +167,18 @@ func (f *overlayFlags) compile(ctx context.Context, a *app, files []string) (eng
 		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
 	}
 	return chain, nil
+}
+
+// scriptFileError returns err, the error of compiling the --overlay-script file, naming the
+// flag and where it looked when the file does not exist.
+func scriptFileError(file string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		if filepath.IsAbs(file) {
+			return fmt.Errorf("--overlay-script %s: no such file", file)
+		}
+		return fmt.Errorf("--overlay-script %s: no such file in the working directory, %s", file, workingDir())
+	}
+	return err
 }
 
 func (f *overlayFlags) compileFile(ctx context.Context, a *app, file string) (*engine.Overlay, error) {
@@ -419,6 +433,35 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// A stepsValue is the value of a flag that counts execution steps: a positive integer, and
+// its error says so rather than strconv's.
+type stepsValue struct{ n *uint64 }
+
+func (v stepsValue) String() string {
+	if v.n == nil {
+		return "0"
+	}
+	return strconv.FormatUint(*v.n, 10)
+}
+
+func (v stepsValue) Set(s string) error {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		// Zero parses, and is refused with the other checks of the flags.
+		return fmt.Errorf("got %q, want a positive number of steps, e.g. %d", s, engine.DefaultMaxSteps)
+	}
+	*v.n = n
+	return nil
+}
+
+func (v stepsValue) Type() string { return "uint" }
+
+// stepsVar adds a flag of execution steps to fs.
+func stepsVar(fs *pflag.FlagSet, p *uint64, name string, value uint64, usage string) {
+	*p = value
+	fs.Var(stepsValue{p}, name, usage)
 }
 
 // sizeFlag parses the value of the size flag name: a positive Kubernetes quantity of bytes

@@ -25,9 +25,10 @@ const (
 
 // app carries the process's streams to every subcommand.
 type app struct {
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	stdin         io.Reader
+	stdinTerminal bool // stdin is a terminal
+	stdout        io.Writer
+	stderr        io.Writer
 }
 
 // commands holds the constructors of the subcommands, each defined in a file of its own.
@@ -77,7 +78,30 @@ limited in steps, time and memory, and validated strictly against the Pod schema
 	sort.Slice(subs, func(i, j int) bool { return subs[i].Name() < subs[j].Name() })
 	root.AddCommand(subs...)
 	registerCompletions(root)
+	refuseUnknownShells(root)
 	return root
+}
+
+// refuseUnknownShells makes "completion SHELL" of a shell cobra writes no script for bad usage
+// (exit 2), rather than cobra's help and exit 0.
+func refuseUnknownShells(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		var shells []string
+		for _, sub := range c.Commands() {
+			shells = append(shells, sub.Name())
+		}
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return usagef("completion: got shell %q, want one of %s", args[0], strings.Join(shells, ", "))
+		}
+	}
 }
 
 // outputFormats are the -o values of each command that has -o, for shell completion; the
@@ -146,11 +170,23 @@ func runOptionKeys() []runOptionKey {
 // run executes the command line args and returns the process exit code. The end of ctx
 // stops the command.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	in := newStopReader(ctx, stdin)
+	a := &app{stdin: in, stdinTerminal: in.isTerminal(), stdout: &stopWriter{ctx, stdout}, stderr: stderr}
 	setFastPaths()
 	root := newRootCmd(a)
 	root.SetArgs(goStyleFlags(args))
 	cmd, err := root.ExecuteContextC(ctx)
+	// Every worker the command started has exited before it does.
+	closeWorkers()
+	if code, sigErr, ok := signalCode(ctx); ok {
+		// Whatever the command returned, it stopped because it was told to.
+		path := root.CommandPath()
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		fmt.Fprintf(stderr, "%s: %v\n", path, sigErr)
+		return code
+	}
 	if err == nil {
 		return exitOK
 	}

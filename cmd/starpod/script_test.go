@@ -22,8 +22,9 @@ import (
 // TestMain lets the test binary act as the starpod command inside scripts.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"starpod":      main,
-		"starpod-peak": peakMain,
+		"starpod":       main,
+		"starpod-peak":  peakMain,
+		"signals-stuck": stuckMain, // signals_test.go
 	})
 }
 
@@ -96,12 +97,13 @@ func scriptParams(files []string) testscript.Params {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":   exits,
-			"bounded": bounded,
-			"hostile": hostileSpec, // hostile_spec_test.go
-			"repeat":  repeat,
-			"mkfifo":  mkfifo,
-			"sparse":  sparse,
+			"exits":     exits,
+			"bounded":   bounded,
+			"hostile":   hostileSpec, // hostile_spec_test.go
+			"repeat":    repeat,
+			"mkfifo":    mkfifo,
+			"sparse":    sparse,
+			"interrupt": interrupt, // signals_test.go
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "race" {

@@ -103,7 +103,7 @@ the same port. Logs are one JSON line per admission on standard error.`,
 // engineFlags adds the flags of the config and its overlays' limits to fs.
 func (f *webhookFlags) engineFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.config, "config", "", "WebhookConfig `FILE`")
-	fs.Uint64Var(&f.maxSteps, "max-steps", engine.DefaultMaxSteps, "execution `STEPS` allowed per overlay apply")
+	stepsVar(fs, &f.maxSteps, "max-steps", engine.DefaultMaxSteps, "execution `STEPS` allowed per overlay apply")
 	fs.DurationVar(&f.timeout, "timeout", engine.DefaultTimeout, "wall `TIME` allowed per overlay apply")
 	fs.StringVar(&f.memory, "max-memory", "512Mi", "memory `SIZE` allowed to each worker process")
 	fs.StringVar(&f.isolate, "isolation", "worker", "where overlays run, `MODE`: worker or none (in this process, with no memory limit: for trusted overlays only)")

@@ -1,7 +1,7 @@
 package main
 
-// This file defines the hidden worker subcommand: the process in which overlays run with a
-// memory limit.
+// This file defines the hidden worker subcommand, the process in which overlays run with a
+// memory limit, and the command's pool of them.
 
 import (
 	"errors"
@@ -25,10 +25,43 @@ func newWorkerCmd(a *app) *cobra.Command {
 	}
 }
 
-// workerPool is the pool of worker processes of every overlay the command runs: this
+// workers holds the pool of worker processes of every overlay the command runs: this
 // binary, re-executed with its hidden worker subcommand. It starts a second worker only once
 // the first has kept applies waiting four times as long as a start took: a command is often
 // done before another worker would have paid for its start.
-var workerPool = sync.OnceValue(func() *engine.WorkerPool {
-	return engine.NewWorkerPool(&engine.WorkerPoolOptions{Args: []string{"worker"}, OnDemand: true})
-})
+var workers struct {
+	sync.Mutex
+	pool *engine.WorkerPool
+}
+
+// workerPool returns the command's pool of workers, made when first asked for.
+func workerPool() *engine.WorkerPool {
+	workers.Lock()
+	defer workers.Unlock()
+	if workers.pool == nil {
+		workers.pool = engine.NewWorkerPool(&engine.WorkerPoolOptions{Args: []string{"worker"}, OnDemand: true})
+	}
+	return workers.pool
+}
+
+// closeWorkers stops the command's workers and waits until they have exited, so that none
+// outlives the command; a command run after it gets a new pool.
+func closeWorkers() {
+	workers.Lock()
+	p := workers.pool
+	workers.pool = nil
+	workers.Unlock()
+	if p != nil {
+		p.Close()
+	}
+}
+
+// killWorkers kills the command's workers without waiting, for a process about to exit at
+// once.
+func killWorkers() {
+	workers.Lock()
+	defer workers.Unlock()
+	if workers.pool != nil {
+		workers.pool.Kill()
+	}
+}

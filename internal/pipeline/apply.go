@@ -66,6 +66,10 @@ func (p *Pipeline) apply(ctx context.Context, b *batch) {
 	p.applyChain(ctx, w)
 	p.putBack(w)
 	b.out = p.encode(w)
+	b.parts = make([]stream.Part, len(b.out))
+	for i := range b.out {
+		b.parts[i] = w.docs[i].Part
+	}
 	if w.err != nil {
 		b.err = w.err
 	}
@@ -74,6 +78,9 @@ func (p *Pipeline) apply(ctx context.Context, b *batch) {
 
 // find adds the pod of doc, or its pod templates, to w.
 func (p *Pipeline) find(w *work, doc *stream.Document) error {
+	if doc.Part == stream.ListHead || doc.Part == stream.ListTail {
+		return nil // the text around a List's items, written as it is
+	}
 	pod, defaults, err := p.decodePod(doc)
 	if err != nil {
 		return err
@@ -97,6 +104,9 @@ func (p *Pipeline) find(w *work, doc *stream.Document) error {
 	obj, err := workload.Find(doc.Object, &p.opts.Rules)
 	if err != nil {
 		return templateError(doc, err)
+	}
+	if len(obj.Misses) > 0 {
+		p.noteMisses(obj.Misses)
 	}
 	for i, t := range obj.Templates {
 		w.pods = append(w.pods, t.Pod)
@@ -213,6 +223,10 @@ func (p *Pipeline) encode(w *work) [][]byte {
 	for i, doc := range w.docs {
 		var data []byte
 		var err error
+		if doc.Part == stream.ListHead || doc.Part == stream.ListTail {
+			out = append(out, doc.Raw)
+			continue
+		}
 		if k < len(w.units) && w.units[k].doc == i && w.units[k].template == 0 {
 			data, err = p.encodePodDoc(w, doc, k)
 		} else {

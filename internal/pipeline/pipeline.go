@@ -12,6 +12,7 @@ package pipeline
 import (
 	"context"
 	"io"
+	"sync"
 	"sync/atomic"
 
 	"github.com/starpod/starpod/engine"
@@ -58,6 +59,45 @@ type Pipeline struct {
 	opts      Options
 	pods      atomic.Int64 // pods and pod templates found
 	templates atomic.Int64 // documents that hold pod templates
+
+	mu     sync.Mutex
+	misses map[string]*Miss // by rule
+}
+
+// A Miss is a rule of Options.Rules that found no template in the objects of its kind.
+type Miss struct {
+	workload.Miss     // the first object
+	Count         int // the objects of its kind the rule found no template in
+}
+
+// Misses returns the rules of Options.Rules that found no template in some objects of their
+// kind, in the order of the rules.
+func (p *Pipeline) Misses() []Miss {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Miss
+	for _, r := range p.opts.Rules.Rules {
+		if m := p.misses[r.String()]; m != nil {
+			out = append(out, *m)
+		}
+	}
+	return out
+}
+
+// noteMisses counts the misses of an object.
+func (p *Pipeline) noteMisses(ms []workload.Miss) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.misses == nil {
+		p.misses = make(map[string]*Miss)
+	}
+	for _, m := range ms {
+		if old := p.misses[m.Rule]; old != nil {
+			old.Count++
+		} else {
+			p.misses[m.Rule] = &Miss{Miss: m, Count: 1}
+		}
+	}
 }
 
 // New returns a pipeline of opts.
@@ -66,6 +106,9 @@ func New(opts Options) *Pipeline {
 		opts.Format = "yaml"
 	}
 	opts.Jobs = max(opts.Jobs, 1)
+	// A List larger than a document is read item by item (kubectl get -o yaml of a large
+	// cluster), and written back as one List.
+	opts.Limits.ListItems = true
 	return &Pipeline{opts: opts}
 }
 
@@ -77,15 +120,17 @@ func (p *Pipeline) Templates() int64 { return p.templates.Load() }
 
 // A batch is consecutive documents of the input, or the error that ended reading.
 type batch struct {
-	docs []*stream.Document
-	err  error         // the error of the first document that failed, or of reading after docs
-	out  [][]byte      // the output of each document before the error, set by an applier
-	done chan struct{} // closed when out and err are final
+	docs  []*stream.Document
+	err   error         // the error of the first document that failed, or of reading after docs
+	out   [][]byte      // the output of each document before the error, set by an applier
+	parts []stream.Part // what part of a List each document of out is, if any
+	done  chan struct{} // closed when out and err are final
 }
 
 // Run applies the chain to every document of files ("-" is Options.Stdin, named <stdin>) and
 // writes the output to w. Nothing that follows an error is written.
 func (p *Pipeline) Run(ctx context.Context, files []string, w io.Writer) error {
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	work := make(chan *batch, p.opts.Jobs)
@@ -117,13 +162,13 @@ func (p *Pipeline) Run(ctx context.Context, files []string, w io.Writer) error {
 			p.opts.Lasting()
 		}
 		<-b.done
-		for _, data := range b.out {
-			if err := dw.writeRaw(data); err != nil {
+		for i, data := range b.out {
+			if err := dw.write(data, b.parts[i]); err != nil {
 				b.err = err
 				break
 			}
 		}
-		b.out = nil
+		b.out, b.parts = nil, nil
 		if b.err != nil {
 			failed = b.err
 			cancel()
@@ -131,6 +176,11 @@ func (p *Pipeline) Run(ctx context.Context, files []string, w io.Writer) error {
 	}
 	if failed != nil {
 		return failed
+	}
+	if parent.Err() != nil {
+		// The reader and the appliers stop as soon as ctx ends, and may drop what they
+		// held without an error of their own: a run cut short is never a success.
+		return context.Cause(parent)
 	}
 	return dw.finish()
 }
@@ -162,7 +212,7 @@ func (p *Pipeline) read(ctx context.Context, files []string, work, order chan<- 
 	for _, file := range files {
 		ok := true
 		err := p.readFile(file, func(doc *stream.Document) bool {
-			if p.opts.Jobs == 1 && !p.opts.InWorkers {
+			if p.opts.Jobs == 1 && !p.opts.InWorkers && doc.Part != stream.ListHead && doc.Part != stream.ListTail {
 				// With one applier, parsing here keeps two goroutines busy; with more,
 				// the appliers parse, so that reading is not a serial bottleneck.
 				doc.Parse() // an error waits for the applier, which parses again

@@ -46,6 +46,9 @@ func templateError(doc *stream.Document, err error) error {
 		}
 		b.WriteString(where + fe.Error())
 	}
+	if more := we.MoreText(); more != "" {
+		b.WriteString("\n" + where + more)
+	}
 	return errors.New(b.String())
 }
 

@@ -28,6 +28,53 @@ const (
 	jsonListTail = "\n  ],\n  \"kind\": \"List\",\n  \"metadata\": {\n    \"resourceVersion\": \"\"\n  }\n}\n"
 )
 
+// write writes one encoded document, or a part of a List read item by item: in YAML, the
+// List as it came, each item indented anew; otherwise the items as documents, and not the
+// text around them.
+func (w *docWriter) write(data []byte, part stream.Part) error {
+	switch part {
+	case stream.ListHead:
+		if w.format != "yaml" {
+			return nil
+		}
+		return w.writeRaw(data)
+	case stream.ListTail:
+		if w.format != "yaml" {
+			return nil
+		}
+		_, err := w.w.Write(data)
+		return err
+	case stream.ListItem:
+		if w.format == "yaml" {
+			_, err := w.w.Write(indentItem(data))
+			return err
+		}
+	}
+	return w.writeRaw(data)
+}
+
+// indentItem returns the YAML text of a document as an item of a block sequence at column 0.
+func indentItem(data []byte) []byte {
+	buf := make([]byte, 0, len(data)+len(data)/8+2)
+	prefix := "- "
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line = data[:i+1]
+		}
+		data = data[len(line):]
+		if len(bytes.TrimRight(line, "\n")) > 0 {
+			buf = append(buf, prefix...)
+		}
+		prefix = "  "
+		buf = append(buf, line...)
+	}
+	if len(buf) > 0 && buf[len(buf)-1] != '\n' {
+		buf = append(buf, '\n')
+	}
+	return buf
+}
+
 // writeRaw writes one encoded document.
 func (w *docWriter) writeRaw(data []byte) error {
 	w.n++

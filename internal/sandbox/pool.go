@@ -137,8 +137,10 @@ func (p *Pool) prestart(limit int64, all bool) {
 	}
 }
 
-// Close stops the idle workers of p and every busy one when it is put back. Gets after Close
-// fail.
+// Close stops the idle workers of p and every busy one when it is put back, and waits until
+// every worker it does not leave to its user has exited: the idle ones, and those still
+// starting, which it kills. Once Close returns, no process of p outlives it but those of
+// workers that Get handed out and Put has not taken back. Gets after Close fail.
 func (p *Pool) Close() error {
 	p.mu.Lock()
 	p.closed = true
@@ -153,10 +155,40 @@ func (p *Pool) Close() error {
 	p.demand.stop()
 	p.broadcast()
 	p.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, w := range ws {
-		w.stop()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.stop()
+		}()
+	}
+	wg.Wait()
+	// The workers still starting (or being stopped) have no user to wait for them: a
+	// command that ends would leave them behind, unwaited.
+	p.mu.Lock()
+	var rest []*Worker
+	for w := range p.procs {
+		if !w.busy {
+			rest = append(rest, w)
+		}
+	}
+	p.mu.Unlock()
+	for _, w := range rest {
+		w.child.cmd.Process.Kill()
+		<-w.child.exited
 	}
 	return nil
+}
+
+// Kill kills every process of p, busy or not, without waiting for them: for a process that
+// is about to exit at once.
+func (p *Pool) Kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for w := range p.procs {
+		w.child.cmd.Process.Kill()
+	}
 }
 
 // Stats describes the workers of a pool.
@@ -226,6 +258,7 @@ func (p *Pool) Get(ctx context.Context, limit int64, key string, fresh bool) (*W
 			ws := p.idle[limit]
 			w := ws[i]
 			p.idle[limit] = slices.Delete(ws, i, i+1)
+			w.busy = true
 			p.mu.Unlock()
 			return w, nil
 		}
@@ -282,6 +315,9 @@ func (p *Pool) startFor(ctx context.Context, limit int64) (*Worker, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.mu.Lock()
+		w.busy = true
+		p.mu.Unlock()
 		return w, nil
 	case <-ctx.Done():
 		go func() {
@@ -354,6 +390,7 @@ func (p *Pool) grow(limit int64) {
 // Put gives a worker back to the pool after a request, or retires it if it is dead.
 func (p *Pool) Put(w *Worker) {
 	p.mu.Lock()
+	w.busy = false
 	if w.dead || p.closed {
 		p.retire(w.limit)
 		p.broadcast()

@@ -561,3 +561,40 @@ func TestCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolCloseWaits checks that Close returns only once the processes of the workers that
+// no caller holds have exited, idle or still starting, so that a command that closes its pool
+// leaves none behind; a busy worker is stopped when it is put back.
+func TestPoolCloseWaits(t *testing.T) {
+	p := NewPool(&PoolOptions{Size: 3, Protocol: testProtocol})
+	busy := getWorker(t, p)
+	idle := getWorker(t, p)
+	p.Put(idle)
+	p.Fill(128 << 20) // the third starts, and may not be ready when Close comes
+	p.mu.Lock()
+	var pids []int
+	for w := range p.procs {
+		if w != busy {
+			pids = append(pids, w.child.cmd.Process.Pid)
+		}
+	}
+	p.mu.Unlock()
+	if len(pids) != 2 {
+		t.Fatalf("got %d workers besides the busy one, want 2", len(pids))
+	}
+	p.Close()
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("worker %d is alive after Close (kill 0: %v)", pid, err)
+		}
+	}
+	c := &call{kind: 'e'}
+	if err := busy.Call(context.Background(), c, CallOptions{First: 10 * time.Second}); err != nil {
+		t.Errorf("the busy worker failed after Close: %v", err)
+	}
+	pid := busy.child.cmd.Process.Pid
+	p.Put(busy)
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the busy worker %d is alive once put back after Close (kill 0: %v)", pid, err)
+	}
+}

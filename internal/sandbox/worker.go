@@ -29,6 +29,7 @@ type Worker struct {
 	out     *FrameReader
 	outFile *os.File
 	dead    bool
+	busy    bool // handed out by Get and not put back; the pool's mu guards it
 
 	progress *os.File // the worker's page, or nil (see Progress)
 

@@ -50,6 +50,10 @@ type Document struct {
 	// It is nil until [Document.Parse] for documents from [Reader.NextText].
 	Object any
 
+	// Part is what part of its document the Document is: Whole, or a part of a v1 List
+	// larger than the limit of a document, which the Reader reads item by item.
+	Part Part
+
 	parsed bool  // whether Object is set
 	limit  int64 // the limit of the content's size
 }
@@ -95,7 +99,8 @@ const (
 	// aliases expanded. The API server takes no request larger than 3 MiB, and etcd stores
 	// no object larger than 1.5 MiB; parsing a document takes up to about 120 bytes of memory
 	// a byte of its text (a list of one-letter values), so the parent holds at most a few
-	// hundred MiB for one. A kind: List larger than that needs a larger limit.
+	// hundred MiB for one. A v1 List larger than that is read item by item with
+	// ReaderOptions.ListItems.
 	DefaultMaxDocumentBytes = 3 << 20
 	// DefaultMaxInputBytes bounds what a Reader reads.
 	DefaultMaxInputBytes = 1 << 30
@@ -114,6 +119,11 @@ type ReaderOptions struct {
 	// InputOffset is the number of bytes of input read before the stream (of the streams
 	// before it, when several make one input), which count against MaxInputBytes.
 	InputOffset int64
+	// ListItems has the Reader read a YAML v1 List larger than MaxDocumentBytes item by
+	// item, each within MaxDocumentBytes, when its items are a block sequence at column 0
+	// (as kubectl get -o yaml prints them): the Documents of its parts (see [Part]) take the
+	// place of the document, so that a List of any size is read in bounded memory.
+	ListItems bool
 }
 
 // A Reader reads the documents of one stream.
@@ -135,14 +145,17 @@ type Reader struct {
 	file   string
 	in     *inputCounter
 	r      *bufio.Reader
-	line   int    // lines consumed so far
-	index  int    // documents Next returned
-	texts  int    // documents NextText returned
-	mode   int    // 0 unknown, 1 YAML, 2 JSON
-	size   int    // room to give the next document, from the ones before
-	maxDoc int64  // the limit of a document
-	space  []byte // in JSON, the spaces before the value since the last line break
-	col    int    // in JSON, the bytes consumed since the last line break
+	line   int         // lines consumed so far
+	index  int         // documents Next returned
+	texts  int         // documents NextText returned
+	mode   int         // 0 unknown, 1 YAML, 2 JSON
+	size   int         // room to give the next document, from the ones before
+	maxDoc int64       // the limit of a document
+	space  []byte      // in JSON, the spaces before the value since the last line break
+	col    int         // in JSON, the bytes consumed since the last line break
+	lists  bool        // ReaderOptions.ListItems
+	list   *listReader // the List being read item by item
+	queue  []*Document // parts of a List read, to return first
 }
 
 // NewReader returns a Reader of the stream r, whose name is file, with the default limits.
@@ -159,7 +172,7 @@ func (o ReaderOptions) NewReader(file string, r io.Reader) *Reader {
 		o.MaxInputBytes = DefaultMaxInputBytes
 	}
 	in := &inputCounter{r: r, read: o.InputOffset, limit: o.MaxInputBytes}
-	return &Reader{file: file, in: in, r: bufio.NewReaderSize(in, 64<<10), maxDoc: o.MaxDocumentBytes}
+	return &Reader{file: file, in: in, r: bufio.NewReaderSize(in, 64<<10), maxDoc: o.MaxDocumentBytes, lists: o.ListItems}
 }
 
 // InputOffset returns the number of bytes of input read so far, with ReaderOptions.InputOffset:
@@ -231,6 +244,12 @@ func (r *Reader) Next() (*Document, error) {
 // skips documents that are blank or only comments, but not those that parse to nothing,
 // such as "null": Parse reports those. Index counts the documents NextText returns.
 func (r *Reader) NextText() (*Document, error) {
+	if len(r.queue) > 0 {
+		return r.pop(), nil
+	}
+	if r.list != nil {
+		return r.nextList()
+	}
 	if r.mode == 0 {
 		r.mode = 1
 		if isJSON(r.r) {
@@ -273,6 +292,12 @@ func (r *Reader) nextYAML() (*Document, error) {
 				} else {
 					var ok bool
 					if buf, ok = r.appendDoc(buf, line); !ok {
+						// A v1 List is read item by item, each within the limit.
+						if r.lists {
+							if d, err := r.startList(buf, line, start); d != nil || err != nil {
+								return d, err
+							}
+						}
 						return nil, r.sizeError(start)
 					}
 				}

@@ -89,6 +89,15 @@ func ParseRule(s string) (Rule, error) {
 	return Rule{Group: group, Kind: kind, Paths: []Path{p}}, nil
 }
 
+// String returns the rule as ParseRule reads it (one rule a path).
+func (r Rule) String() string {
+	paths := make([]string, len(r.Paths))
+	for i, p := range r.Paths {
+		paths[i] = r.Group + "/" + r.Kind + "=" + p.String()
+	}
+	return strings.Join(paths, " ")
+}
+
 // groupOf returns the group of an apiVersion: "apps" of apps/v1, "" of v1.
 func groupOf(apiVersion string) string {
 	group, _, ok := strings.Cut(apiVersion, "/")

@@ -75,18 +75,32 @@ type Object struct {
 	// Root is the document's untyped data, with the results that [Object.Put] wrote.
 	Root      any
 	Templates []*Template
-	changed   bool
+	// Misses are the rules of Options that named the kind of the document, or of an item of
+	// it, and found no template there: a path that is likely wrong.
+	Misses  []Miss
+	changed bool
+}
+
+// A Miss is a rule of Options that found no template in an object of its kind.
+type Miss struct {
+	Rule       string // GROUP/KIND=PATH,... as ParseRule reads it
+	Kind, Name string // of the object
 }
 
 // Changed reports whether [Object.Put] wrote a result that differs from its template.
 func (o *Object) Changed() bool { return o.changed }
 
-// An Error lists every problem of a document, each with its field path from the document's
-// root.
+// An Error lists the problems of a document, each with its field path from the document's
+// root: the first MaxErrors of them, and how many more there were.
 type Error struct {
 	Kind, Name string // of the document
 	Fields     field.ErrorList
+	More       int // the problems left out after Fields
 }
+
+// MaxErrors bounds the problems an Error lists: a path that covers 100,000 values of the
+// wrong type would print as many lines.
+const MaxErrors = 20
 
 func (e *Error) Error() string {
 	var b strings.Builder
@@ -96,7 +110,22 @@ func (e *Error) Error() string {
 		}
 		b.WriteString(fe.Error())
 	}
+	if e.More > 0 {
+		b.WriteString("\n" + e.MoreText())
+	}
 	return b.String()
+}
+
+// MoreText says how many problems the Error leaves out, or "".
+func (e *Error) MoreText() string {
+	if e.More == 0 {
+		return ""
+	}
+	s := "s"
+	if e.More == 1 {
+		s = ""
+	}
+	return fmt.Sprintf("and %d more error%s in this document", e.More, s)
 }
 
 // Find returns the templates of the document obj, untyped JSON data (map[string]any, []any,
@@ -135,7 +164,12 @@ func (f *finder) object(m map[string]any, at *field.Path, list []any, index int,
 	kind, _ := m["kind"].(string)
 	gk := groupKind{groupOf(apiVersion), kind}
 	if rules := f.rules(gk); len(rules) > 0 {
-		f.custom(m, at, apiVersion, kind, rules)
+		if f.custom(m, at, apiVersion, kind, rules) == 0 {
+			name, _ := m["metadata"].(map[string]any)["name"].(string)
+			for _, r := range rules {
+				f.o.Misses = append(f.o.Misses, Miss{Rule: r.String(), Kind: kind, Name: name})
+			}
+		}
 		return
 	}
 	switch {
@@ -255,11 +289,14 @@ func (f *finder) typed(m map[string]any, at *field.Path, tk typedKind) {
 }
 
 // custom adds the templates of a custom resource at the paths of rules, each decoded
-// strictly as a corev1.PodTemplateSpec.
-func (f *finder) custom(m map[string]any, at *field.Path, apiVersion, kind string, rules []Rule) {
+// strictly as a corev1.PodTemplateSpec. It returns the number of values the paths reached,
+// templates or not.
+func (f *finder) custom(m map[string]any, at *field.Path, apiVersion, kind string, rules []Rule) int {
+	reached := 0
 	for _, r := range rules {
 		for _, p := range r.Paths {
 			locs, errs := p.walk(m, at)
+			reached += len(locs) + len(errs)
 			f.errs = append(f.errs, errs...)
 			rels, _ := p.walk(m, nil) // the same templates, in the same order
 			for j, loc := range locs {
@@ -282,6 +319,7 @@ func (f *finder) custom(m map[string]any, at *field.Path, apiVersion, kind strin
 			}
 		}
 	}
+	return reached
 }
 
 // add adds the template t, found at loc in the object m.
@@ -374,7 +412,11 @@ func errorOf(obj any, errs field.ErrorList) error {
 	meta, _ := m["metadata"].(map[string]any)
 	name, _ := meta["name"].(string)
 	kind, _ := m["kind"].(string)
-	return &Error{Kind: kind, Name: name, Fields: errs}
+	e := &Error{Kind: kind, Name: name, Fields: errs}
+	if len(errs) > MaxErrors {
+		e.Fields, e.More = errs[:MaxErrors], len(errs)-MaxErrors
+	}
+	return e
 }
 
 // untyped returns the untyped data of v (a pod or a template) as JSON gives it, without the
