@@ -17,10 +17,6 @@ import (
 	"github.com/starpod/starpod/internal/sandbox"
 )
 
-// defaultMaxMemory is the memory limit of a component process that no --max-memory sets (that
-// of components --dir), the default of --max-memory.
-const defaultMaxMemory = "512Mi"
-
 // maxComponentOutput bounds what is kept of a component process's standard output: the YAML
 // of a result of at most component.MaxResultBytes of text, or a help or a list.
 const maxComponentOutput = 16 << 20
@@ -28,7 +24,7 @@ const maxComponentOutput = 16 << 20
 // newComponentProcessCmd returns the hidden command a component process runs:
 //
 //	starpod component-process [--max-steps N] [--timeout D] [--overlay-root DIR] -- app NAME [ARGS...]
-//	starpod component-process -- list DIR
+//	starpod component-process [--max-steps N] [--timeout D] -- list DIR
 //
 // "app" writes 'h' and the help, or 'a' and the YAML of the result, to standard output; "list"
 // writes the list of components --dir. Errors go to standard error as starpod run and starpod
@@ -51,7 +47,7 @@ func newComponentProcessCmd(a *app) *cobra.Command {
 			ctx := cmd.Context()
 			switch args[0] {
 			case "list":
-				return listComponents(ctx, a, args[1])
+				return listComponents(ctx, a, f, args[1])
 			case "app":
 				project, err := component.LoadConfig()
 				if err != nil {

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/starpod/starpod/component"
@@ -25,6 +26,7 @@ import (
 
 func newComponentsCmd(a *app) *cobra.Command {
 	var dir string
+	f := &overlayFlags{}
 	cmd := &cobra.Command{
 		Use:   "components [--dir DIR]",
 		Short: "List the builtin components, or those of a directory, with their summaries",
@@ -36,14 +38,23 @@ files of DIR (not of its subdirectories, and not of *_test.star files) as FILE.s
   starpod components --dir examples/components`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return listComponents(cmd.Context(), a, dir)
+			return listComponents(cmd.Context(), a, f, dir)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "", "list the components of the *.star files of `DIR`")
+	// The files of --dir run as run runs a component: within the same limits.
+	limits := pflag.NewFlagSet("limits", pflag.ContinueOnError)
+	f.register(limits, false)
+	for _, name := range []string{"max-steps", "timeout", "max-memory"} {
+		cmd.Flags().AddFlag(limits.Lookup(name))
+	}
+	cmd.Flags().Lookup("max-memory").Usage = "memory `SIZE` allowed to the process that runs the files of --dir (e.g. 256Mi, 1Gi)"
 	return cmd
 }
 
-func listComponents(ctx context.Context, a *app, dir string) error {
+// listComponents lists the builtin components, or those of the files of dir, which run within
+// the limits of f.
+func listComponents(ctx context.Context, a *app, f *overlayFlags, dir string) error {
 	var errs []error
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	if dir == "" {
@@ -62,8 +73,12 @@ func listComponents(ctx context.Context, a *app, dir string) error {
 		if !sandbox.IsChild() {
 			// The files are someone's code: they run in a component process, limited in
 			// memory, which prints the list and the errors.
-			memory, _ := memoryFlag(defaultMaxMemory)
-			out, err := runComponentProcess(ctx, a, dir, memory, []string{"--", "list", dir})
+			memory, err := memoryFlag(f.memory)
+			if err != nil {
+				return err
+			}
+			out, err := runComponentProcess(ctx, a, dir, memory, []string{"--max-steps=" + strconv.FormatUint(f.maxSteps, 10),
+				"--timeout=" + f.timeout.String(), "--", "list", dir})
 			if _, werr := a.stdout.Write(out); werr != nil {
 				return werr
 			}
@@ -87,7 +102,8 @@ func listComponents(ctx context.Context, a *app, dir string) error {
 			}
 			// Each file runs once; a file that does not load, or a function that is no
 			// component, is reported, and the others are still listed.
-			cs, ferrs, err := component.LoadFile(ctx, file, nil)
+			cs, ferrs, err := component.LoadFile(ctx, file, &component.LoadOptions{
+				Engine: engine.Options{MaxSteps: f.maxSteps, Timeout: f.timeout, Print: a.printer()}})
 			if err != nil {
 				errs = append(errs, err)
 				continue
