@@ -159,7 +159,7 @@ rules:
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		if !strings.Contains(w.log.String(), "the config's values add up to more than 1Mi of text here (aliases repeat them)") {
+		if !strings.Contains(w.log.String(), "the values add up to more than 1Mi of text here (aliases repeat them)") {
 			t.Errorf("the refusal does not name the bound:\n%s", w.log.String())
 		}
 		got, err := kube.CoreV1().Pods(ml).Create(ctx, gpuPod("after-hostile"), metav1.CreateOptions{})

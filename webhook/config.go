@@ -116,17 +116,13 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	}
 	var c Config
 	d := yamlfile.NewDecoder(root, opts.What)
+	d.MaxText = maxConfig // aliases of a long string would be copied into each admission's ctx.args
 	d.Hooks = map[reflect.Type]func(*yamlfile.Decoder, *yaml.Node, reflect.Value, *field.Path){
 		reflect.TypeFor[metav1.LabelSelector](): decodeSelector,
 	}
 	d.Decode(root, reflect.ValueOf(&c).Elem(), nil)
 	switch {
 	case d.Stopped():
-	case textOver(reflect.ValueOf(c), maxConfig) != nil:
-		// Aliases of a long string, each cheap to count, that would be copied wherever the
-		// values go: into errors, and into each admission's ctx.args.
-		d.AddAt(yamlfile.LimitError(field.ErrorTypeTooLong, textOver(reflect.ValueOf(c), maxConfig),
-			fmt.Sprintf("the config's values add up to more than %s of text here (aliases repeat them)", bound.FormatSize(maxConfig))))
 	case len(d.Errors()) == 0:
 		for _, e := range c.validate() {
 			d.AddAt(e)
@@ -159,47 +155,6 @@ func decodeSelector(d *yamlfile.Decoder, node *yaml.Node, v reflect.Value, path 
 			Key: e.Key, Operator: metav1.LabelSelectorOperator(e.Operator), Values: e.Values})
 	}
 	v.Set(reflect.ValueOf(sel))
-}
-
-// textOver returns the path of the value at which the bytes of the strings in v, counting
-// each time a string is used (what copying them all would take), pass limit; or nil.
-func textOver(v reflect.Value, limit int) *field.Path {
-	n := 0
-	var over *field.Path
-	var walk func(v reflect.Value, p *field.Path)
-	walk = func(v reflect.Value, p *field.Path) {
-		if over != nil {
-			return
-		}
-		switch v.Kind() {
-		case reflect.String:
-			if n += v.Len(); n > limit {
-				over = p
-			}
-		case reflect.Pointer, reflect.Interface:
-			if !v.IsNil() {
-				walk(v.Elem(), p)
-			}
-		case reflect.Struct:
-			for i := range v.NumField() {
-				name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-				walk(v.Field(i), p.Child(name))
-			}
-		case reflect.Slice, reflect.Array:
-			for i := range v.Len() {
-				walk(v.Index(i), p.Index(i))
-			}
-		case reflect.Map:
-			keys := v.MapKeys()
-			slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
-			for _, k := range keys {
-				walk(k, p.Key(k.String()))
-				walk(v.MapIndex(k), p.Key(k.String()))
-			}
-		}
-	}
-	walk(v, nil)
-	return over
 }
 
 // validate checks c, naming each problem by its field path.

@@ -107,7 +107,7 @@ func TestHostileReload(t *testing.T) {
 	f := newFixture(t, map[string]string{"config.yaml": gpuConfig, "gpu.star": gpuOverlay}, nil)
 	ctx := context.Background()
 	for _, tc := range []struct{ name, config, want string }{
-		{"aliases of a long string", hostileString(), "config.yaml:10:9: rules[0].args[a100]: the config's values add up to more than 1Mi of text here (aliases repeat them)"},
+		{"aliases of a long string", hostileString(), "config.yaml:13:9: rules[0].args[a3]: the values add up to more than 1Mi of text here (aliases repeat them)"},
 		{"aliases of aliases", hostileLaughs(), "aliases add more than the limit of"},
 		{"over 1 MiB", gpuConfig + "#" + strings.Repeat("x", 1<<20), "config is larger than the limit of 1Mi"},
 	} {

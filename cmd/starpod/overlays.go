@@ -4,17 +4,13 @@ package main
 // become compiled overlays.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,12 +19,12 @@ import (
 	"github.com/spf13/pflag"
 	"go.starlark.net/syntax"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"sigs.k8s.io/yaml"
 
 	"github.com/starpod/starpod/engine"
 	"github.com/starpod/starpod/internal/bound"
 	"github.com/starpod/starpod/internal/sandbox"
 	"github.com/starpod/starpod/internal/spell"
+	"github.com/starpod/starpod/internal/yamlfile"
 )
 
 // overlayFlags are the flags of the commands that run overlays.
@@ -286,67 +282,52 @@ func (c *ctxSpec) setReplica(k string, n int) error {
 	return nil
 }
 
+// ctxFile is the content of a --ctx-file: the keys of --ctx, and args.
+type ctxFile struct {
+	AppID       *string           `yaml:"app_id"`
+	Role        *string           `yaml:"role"`
+	ReplicaID   *int              `yaml:"replica_id"`
+	NumReplicas *int              `yaml:"num_replicas"`
+	Scheduler   *string           `yaml:"scheduler"`
+	Args        map[string]string `yaml:"args"`
+}
+
 // readFile reads a ctx file: YAML whose keys are those of --ctx and args, a mapping of
-// strings to strings. A null value is a key not given.
+// strings to strings, read as app specs are (yamlfile). A null value is a key not given.
 func (c *ctxSpec) readFile(file string) error {
 	data, err := bound.ReadFile(file, maxCtxFile, "ctx file")
 	if err != nil {
 		return fmt.Errorf("--ctx-file: %w", err) // a missing file is an error, as a missing -f file is
 	}
+	var cf ctxFile
+	if err := yamlfile.DecodeFile(file, data, &cf, &yamlfile.Options{What: "ctx file", MaxBytes: maxCtxFile}); err != nil {
+		return usagef("--ctx-file: %v", err)
+	}
 	bad := func(format string, args ...any) error {
 		return usagef("--ctx-file %s: %s", file, fmt.Sprintf(format, args...))
 	}
-	j, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		return bad("%v", err)
+	for _, kv := range []struct {
+		k string
+		v *string
+	}{{"app_id", cf.AppID}, {"role", cf.Role}, {"scheduler", cf.Scheduler}} {
+		if kv.v != nil {
+			if err := c.set(kv.k, *kv.v); err != nil {
+				return bad("%s: %v", kv.k, err)
+			}
+		}
 	}
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(j))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
-		return bad("got %s, want a mapping of %s and args", jsonKind(j), strings.Join(ctxKeys, ", "))
+	for _, kn := range []struct {
+		k string
+		n *int
+	}{{"replica_id", cf.ReplicaID}, {"num_replicas", cf.NumReplicas}} {
+		if kn.n != nil {
+			if err := c.setReplica(kn.k, *kn.n); err != nil {
+				return bad("%s: %v", kn.k, err)
+			}
+		}
 	}
-	keys := append(slices.Clone(ctxKeys), "args")
-	for _, k := range sortedKeys(m) {
-		v := m[k]
-		if !slices.Contains(keys, k) {
-			return bad("unknown key %q; want %s%s", k, oneOf(keys), didYouMean(k, keys))
-		}
-		if v == nil {
-			continue
-		}
-		switch k {
-		case "replica_id", "num_replicas":
-			num, ok := v.(json.Number)
-			n, err := num.Int64()
-			if !ok || err != nil || int64(int(n)) != n {
-				return bad("%s: got %s, want a whole number", k, jsonText(v))
-			}
-			if err := c.setReplica(k, int(n)); err != nil {
-				return bad("%s: %v", k, err)
-			}
-		case "args":
-			args, ok := v.(map[string]any)
-			if !ok {
-				return bad("args: got %s, want a mapping of strings to strings", jsonText(v))
-			}
-			c.args = make(map[string]string, len(args))
-			for _, ak := range sortedKeys(args) {
-				s, ok := args[ak].(string)
-				if !ok {
-					return bad("args.%s: got %s, want a string", ak, jsonText(args[ak]))
-				}
-				c.args[ak] = s
-			}
-		default:
-			s, ok := v.(string)
-			if !ok {
-				return bad("%s: got %s, want a string", k, jsonText(v))
-			}
-			if err := c.set(k, s); err != nil {
-				return bad("%s: %v", k, err)
-			}
-		}
+	if cf.Args != nil {
+		c.args = cf.Args
 	}
 	return nil
 }
@@ -395,44 +376,6 @@ func didYouMean(name string, candidates []string) string {
 		return fmt.Sprintf(" (did you mean %q?)", n)
 	}
 	return ""
-}
-
-// jsonKind names the kind of the JSON value j.
-func jsonKind(j []byte) string {
-	var v any
-	if json.Unmarshal(j, &v) != nil {
-		return "nothing"
-	}
-	return jsonText(v)
-}
-
-// jsonText describes a decoded JSON value for a message.
-func jsonText(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return strconv.FormatBool(v)
-	case json.Number:
-		return v.String()
-	case string:
-		return strconv.Quote(v)
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "a mapping"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // A stepsValue is the value of a flag that counts execution steps: a positive integer, and

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/starpod/starpod/internal/bound"
 	"github.com/starpod/starpod/internal/spell"
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -24,6 +25,12 @@ type Decoder struct {
 	// mapping kept as an ordered list. A hook records positions and errors through the
 	// decoder's methods.
 	Hooks map[reflect.Type]func(d *Decoder, node *yaml.Node, v reflect.Value, path *field.Path)
+
+	// MaxText bounds the bytes of the scalars decoded, counting a scalar each time an alias
+	// repeats it: a long string and thousands of aliases to it are cheap to count as values
+	// but would be copied wherever the values go. 0 means DefaultMaxBytes.
+	MaxText  int
+	textUsed int
 
 	errs FieldErrors
 	pos  map[string]Position // field path → position of its value
@@ -41,6 +48,7 @@ type Decoder struct {
 	aliasNote  string
 	aliasUsed  int
 	aliasDepth int
+	aliasAt    *yaml.Node // the outermost alias being decoded, where its errors are
 	stopped    bool
 }
 
@@ -179,6 +187,9 @@ func (d *Decoder) Decode(node *yaml.Node, v reflect.Value, path *field.Path) {
 		if !ok {
 			return
 		}
+		if d.aliasDepth == 0 {
+			d.aliasAt = node
+		}
 		d.aliasDepth++
 		d.Decode(target, v, path)
 		d.aliasDepth--
@@ -310,7 +321,7 @@ func (d *Decoder) untyped(node *yaml.Node, path *field.Path) (any, bool) {
 	}
 	switch node.Tag {
 	case "!!str":
-		return node.Value, true
+		return node.Value, d.text(node, path)
 	case "!!int":
 		return d.integer(node, path)
 	case "!!float":
@@ -321,7 +332,7 @@ func (d *Decoder) untyped(node *yaml.Node, path *field.Path) (any, bool) {
 			d.Add(node, field.Invalid(path, node.Value, "not a valid bool"))
 			return nil, false
 		}
-		return b, true
+		return b, d.text(node, path)
 	}
 	d.Add(node, field.TypeInvalid(path, nil, fmt.Sprintf("got %s, want a string, number, bool, list or mapping", KindName(node))))
 	return nil, false
@@ -338,7 +349,29 @@ func (d *Decoder) Scalar(node *yaml.Node, path *field.Path, tag, want string) (s
 		d.Add(node, field.TypeInvalid(path, nil, detail))
 		return "", false
 	}
-	return node.Value, true
+	return node.Value, d.text(node, path)
+}
+
+// text counts the text of the scalar node against MaxText; once it is passed, text reports
+// the value and stops the decoding.
+func (d *Decoder) text(node *yaml.Node, path *field.Path) bool {
+	limit := d.MaxText
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	d.textUsed += len(node.Value)
+	if d.textUsed <= limit {
+		return true
+	}
+	at := node
+	if d.aliasDepth > 0 {
+		at = d.aliasAt
+	}
+	d.errs = d.errs[:0]
+	d.Add(at, LimitError(field.ErrorTypeTooLong, path, fmt.Sprintf(
+		"the values add up to more than %s of text here (aliases repeat them)", bound.FormatSize(int64(limit)))))
+	d.stopped = true
+	return false
 }
 
 // EachKey calls f for each key of the mapping node, with the key's node and the value's,

@@ -124,10 +124,7 @@ func (o *Options) what() string {
 // returns a nil node for an empty file, unless opts.NoEmpty, and an *Error for data over the
 // size limit, a syntax error or more than one document.
 func Parse(file string, data []byte, opts *Options) (*yaml.Node, error) {
-	limit := DefaultMaxBytes
-	if opts != nil && opts.MaxBytes > 0 {
-		limit = opts.MaxBytes
-	}
+	limit := limit(opts)
 	fail := func(fe *FieldError) error { return &Error{File: file, Errors: FieldErrors{fe}} }
 	if len(data) > limit {
 		return nil, fail(&FieldError{Err: LimitError(field.ErrorTypeTooLong, nil,
@@ -158,7 +155,8 @@ func Parse(file string, data []byte, opts *Options) (*yaml.Node, error) {
 
 // DecodeFile decodes data, one YAML document named file, strictly into v, a pointer to a
 // struct whose fields carry yaml tags (see [Decoder.Decode] for the types it decodes). It
-// refuses data larger than the limit of opts, bounds what aliases add (see [AliasFactor]), and
+// refuses data larger than the limit of opts, bounds what aliases add (see [AliasFactor]) and
+// the text the values add up to (the same limit), and
 // returns an *Error listing every problem in file order. An empty file leaves v unchanged,
 // unless opts.NoEmpty.
 func DecodeFile(file string, data []byte, v any, opts *Options) error {
@@ -167,12 +165,22 @@ func DecodeFile(file string, data []byte, v any, opts *Options) error {
 		return err
 	}
 	d := NewDecoder(root, opts.what())
+	d.MaxText = limit(opts)
 	d.Decode(root, reflect.ValueOf(v).Elem(), nil)
 	if errs := d.Errors(); len(errs) > 0 {
 		errs.Sort()
 		return &Error{File: file, Errors: errs}
 	}
 	return nil
+}
+
+// limit returns the size limit of a file that opts reads, and of the text its values add up
+// to.
+func limit(opts *Options) int {
+	if opts != nil && opts.MaxBytes > 0 {
+		return opts.MaxBytes
+	}
+	return DefaultMaxBytes
 }
 
 // syntaxError turns a YAML syntax error into a FieldError with its line.

@@ -90,8 +90,14 @@ func TestAliasBound(t *testing.T) {
 	nest := "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n" +
 		"c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n" +
 		"e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+	var short strings.Builder
+	short.WriteString("name: &a x\nargs:\n")
+	for i := range 200_000 {
+		fmt.Fprintf(&short, "  k%d: *a\n", i)
+	}
 	for _, test := range []struct{ data, want string }{
-		{b.String(), "alias *a: aliases add more than the limit of 100000 values"},
+		{short.String(), "alias *a: aliases add more than the limit of 100000 values"},
+		{b.String(), "c.yaml:8390:10: args[k8387]: the values add up to more than 8Mi of text here (aliases repeat them)"},
 		{"args:\n" + indent(nest), "alias *c: aliases add more than the limit of 10000 values"},
 		{"args: &r {x: *r}\n", "alias *r: stands for a value that contains it"},
 	} {
