@@ -167,6 +167,10 @@ func runOptionKeys() []runOptionKey {
 	return keys
 }
 
+// annotationServer marks a command that serves until a signal stops it (starpod webhook):
+// once it has shut down cleanly, the signal is its normal end, and it exits 0.
+const annotationServer = "starpod.dev/server"
+
 // run executes the command line args and returns the process exit code. The end of ctx
 // stops the command.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -178,8 +182,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	cmd, err := root.ExecuteContextC(ctx)
 	// Every worker the command started has exited before it does.
 	closeWorkers()
-	if code, sigErr, ok := signalCode(ctx); ok {
-		// Whatever the command returned, it stopped because it was told to.
+	if code, sigErr, ok := signalCode(ctx); ok && !(err == nil && cmd != nil && cmd.Annotations[annotationServer] != "") {
+		// Whatever the command returned, it stopped because it was told to; but a server
+		// that shut down cleanly on a signal ended as it is meant to (Kubernetes stops a
+		// pod with SIGTERM).
 		path := root.CommandPath()
 		if cmd != nil {
 			path = cmd.CommandPath()

@@ -44,8 +44,9 @@ type webhookFlags struct {
 func newWebhookCmd(a *app) *cobra.Command {
 	var f webhookFlags
 	cmd := &cobra.Command{
-		Use:   "webhook --config FILE --tls-cert-file FILE --tls-private-key-file FILE",
-		Short: "Serve overlays as a mutating admission webhook",
+		Annotations: map[string]string{annotationServer: "true"},
+		Use:         "webhook --config FILE --tls-cert-file FILE --tls-private-key-file FILE",
+		Short:       "Serve overlays as a mutating admission webhook",
 		Long: `Webhook serves admission.k8s.io/v1 AdmissionReviews over HTTPS at /mutate: every Pod created
 in a namespace that a rule of the config matches is changed by the rule's overlays before
 the API server stores it, and so are the pod templates of the workload kinds a rule names
