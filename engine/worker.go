@@ -124,6 +124,14 @@ type WorkerPoolOptions struct {
 	// done before a second worker would pay for its start. Without it the pool starts up
 	// to Size workers at once, as a server that stays up wants.
 	OnDemand bool
+
+	// RestartBackoff bounds the wait between starts of workers that die one after another
+	// (of a limit, or crashed): after the second death in a row, the next worker starts no
+	// sooner than 50ms after the last, each death doubling the wait up to RestartBackoff,
+	// until a worker answers. Applies wait for the start within their context. It keeps a
+	// script that kills every worker it runs in from taking the processors with starts, as
+	// a server wants. Zero means workers are replaced at once.
+	RestartBackoff time.Duration
 }
 
 // A WorkerPool starts, reuses and replaces the worker processes of overlays compiled with
@@ -140,7 +148,7 @@ func NewWorkerPool(opts *WorkerPoolOptions) *WorkerPool {
 		opts = &WorkerPoolOptions{}
 	}
 	return &WorkerPool{p: worker.NewPool(workerProtocol(), sandbox.PoolOptions{Path: opts.Path, Args: opts.Args, Size: opts.Size,
-		OnDemand: opts.OnDemand, Name: "overlay worker", Keys: maxWorkerScripts})}
+		OnDemand: opts.OnDemand, RestartBackoff: opts.RestartBackoff, Name: "overlay worker", Keys: maxWorkerScripts})}
 }
 
 // defaultPool returns the pool of overlays whose Options.Workers is nil, made when first

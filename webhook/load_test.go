@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -17,6 +18,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -88,91 +90,176 @@ spec:
   terminationGracePeriodSeconds: 120
 `
 
-// loadResult is what one case of BenchmarkLoad saw.
+// A loadSpec is what the client process of one case of BenchmarkLoad sends: to URL, whose
+// certificate is CA, the review Body of UID from Clients clients each waiting for its answer
+// (closed loop), or at Rate a second whatever the answers (open loop), for Duration; and
+// meanwhile Slow clients that trickle their bodies, and, with Bomb set, two clients that send
+// BadBody, another rule's memory bomb, of BadUID.
+type loadSpec struct {
+	URL           string
+	CA            []byte
+	Body, BadBody []byte
+	UID, BadUID   string
+	Clients, Slow int
+	Rate          float64
+	Duration      time.Duration
+	Bomb          bool
+}
+
+// loadResult is what the client process of one case of BenchmarkLoad saw.
 type loadResult struct {
-	sent, served, refused int
-	lat                   []time.Duration // of the answers served
-	refusedMax            time.Duration   // the longest a refusal took
-	full                  int             // refusals with 429
-	lost                  int             // requests that got no answer
-	elapsed               time.Duration
-	err                   error // the first answer that was wrong, not a refusal
+	Sent, Served, Refused int
+	Full                  int           // refusals with 429
+	Lost                  int           // requests that got no answer
+	RefusedMax            time.Duration // the longest a refusal took
+	P50, P99, Max         time.Duration // of the answers served
+	Elapsed               time.Duration
+	Err                   string // the first answer that was wrong, not a refusal
 }
 
-// check posts body and checks its answer: an AdmissionReview of uid that allows the pod with
-// a patch. It reports whether the webhook refused it (429, or denied it).
-func check(c *http.Client, url string, body []byte, uid string) (refused bool, err error) {
-	_, refused, err = checkWhy(c, url, body, uid)
-	return refused, err
+// loadClientEnv names the environment variable that makes the test binary the client process
+// of BenchmarkLoad: it holds the loadSpec, and the process writes its loadResult, both JSON.
+const loadClientEnv = "STARPOD_WEBHOOK_LOAD_CLIENT"
+
+// serveLoadClientIfRequested runs the client of BenchmarkLoad and exits, if the process was
+// started as one. The clients run in a process of their own, as the API server is one: what
+// the webhook's process does is then the webhook's alone.
+func serveLoadClientIfRequested() {
+	data := os.Getenv(loadClientEnv)
+	if data == "" {
+		return
+	}
+	var spec loadSpec
+	if err := json.Unmarshal([]byte(data), &spec); err != nil {
+		fmt.Fprintln(os.Stderr, "load client:", err)
+		os.Exit(2)
+	}
+	res := runLoadClient(&spec)
+	json.NewEncoder(os.Stdout).Encode(res)
+	os.Exit(0)
 }
 
-// checkWhy is check, and says why the webhook refused: "429", or the denial's message.
-func checkWhy(c *http.Client, url string, body []byte, uid string) (why string, refused bool, err error) {
+// runLoadClient sends what spec says over one HTTP/2 connection, as the API server's client
+// does, and returns what it saw.
+func runLoadClient(spec *loadSpec) *loadResult {
+	cert, err := x509.ParseCertificate(spec.CA)
+	if err != nil {
+		return &loadResult{Err: err.Error()}
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	c := &http.Client{Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: roots},
+		ForceAttemptHTTP2: true,
+	}}
+	for range 16 { // warm the connection
+		if _, err := checkWhy(c, spec.URL, spec.Body, spec.UID); err != nil {
+			return &loadResult{Err: err.Error()}
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range spec.Slow {
+		wg.Go(func() { trickle(spec.URL, stop) })
+	}
+	var bombErr atomic.Pointer[string]
+	if spec.Bomb {
+		for range 2 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if why, err := checkWhy(c, spec.URL, spec.BadBody, spec.BadUID); err != nil || why == "" {
+						msg := fmt.Sprintf("the bomb was not refused: %v", err)
+						bombErr.CompareAndSwap(nil, &msg)
+						return
+					}
+				}
+			})
+		}
+	}
+	res := load(c, spec)
+	close(stop)
+	wg.Wait()
+	if e := bombErr.Load(); e != nil && res.Err == "" {
+		res.Err = *e
+	}
+	return res
+}
+
+// checkWhy posts body and checks its answer: an AdmissionReview of uid that allows the pod
+// with the GPU overlay's patch. It returns why the webhook refused the review, if it did:
+// "429", or the denial's message.
+func checkWhy(c *http.Client, url string, body []byte, uid string) (why string, err error) {
 	resp, err := c.Post(url, "application/json", bytes.NewReader(body))
 	if err != nil {
-		return "", false, err
+		return "", err
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode == http.StatusTooManyRequests {
-		return "429", true, nil
+		return "429", nil
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", false, fmt.Errorf("%d %s", resp.StatusCode, out)
+		return "", fmt.Errorf("%d %s", resp.StatusCode, out)
 	}
 	var r admissionv1.AdmissionReview
 	if err := json.Unmarshal(out, &r); err != nil {
-		return "", false, err
+		return "", err
 	}
 	switch {
 	case r.Response == nil || string(r.Response.UID) != uid:
-		return "", false, fmt.Errorf("the answer %s is not of uid %s", out, uid)
+		return "", fmt.Errorf("the answer %s is not of uid %s", out, uid)
 	case !r.Response.Allowed:
-		return r.Response.Result.Message, true, nil
+		return r.Response.Result.Message, nil
 	case r.Response.Patch == nil || !bytes.Contains(r.Response.Patch, []byte(`"nvidia.com/gpu"`)):
-		return "", false, fmt.Errorf("the answer %s lacks the toleration", out)
+		return "", fmt.Errorf("the answer %s lacks the toleration", out)
 	}
-	return "", false, nil
+	return "", nil
 }
 
-// load sends reviews for d: from clients each waiting for its answer (closed loop), or, with
-// rate above zero, at rate a second whatever the answers (open loop).
-func load(c *http.Client, target string, body []byte, uid string, clients int, rate float64, d time.Duration) *loadResult {
+// load sends spec's reviews for its duration: from clients each waiting for its answer
+// (closed loop), or, with a rate above zero, at that rate whatever the answers (open loop).
+func load(c *http.Client, spec *loadSpec) *loadResult {
 	res := &loadResult{}
+	var lat []time.Duration
 	var mu sync.Mutex
 	one := func() {
 		t0 := time.Now()
-		why, refused, err := checkWhy(c, target, body, uid)
-		lat := time.Since(t0)
+		why, err := checkWhy(c, spec.URL, spec.Body, spec.UID)
+		d := time.Since(t0)
 		mu.Lock()
 		defer mu.Unlock()
-		res.sent++
+		res.Sent++
 		switch {
 		case errors.As(err, new(*url.Error)):
 			// No answer came (the connection broke): counted, not checked.
-			res.lost++
+			res.Lost++
 		case err != nil:
-			if res.err == nil {
-				res.err = err
+			if res.Err == "" {
+				res.Err = err.Error()
 			}
-		case refused:
-			res.refused++
-			res.refusedMax = max(res.refusedMax, lat)
+		case why != "":
+			res.Refused++
+			res.RefusedMax = max(res.RefusedMax, d)
 			if why == "429" {
-				res.full++
+				res.Full++
 			} else if os.Getenv("WEBHOOK_LOAD_DEBUG") != "" {
 				fmt.Fprintln(os.Stderr, "denied:", why)
 			}
 		default:
-			res.served++
-			res.lat = append(res.lat, lat)
+			res.Served++
+			lat = append(lat, d)
 		}
 	}
 	start := time.Now()
-	end := start.Add(d)
+	end := start.Add(spec.Duration)
 	var wg sync.WaitGroup
-	if rate > 0 {
-		period := time.Duration(float64(time.Second) / rate)
+	if spec.Rate > 0 {
+		period := time.Duration(float64(time.Second) / spec.Rate)
 		for i := 0; ; i++ {
 			at := start.Add(time.Duration(i) * period)
 			if !at.Before(end) {
@@ -183,27 +270,45 @@ func load(c *http.Client, target string, body []byte, uid string, clients int, r
 		}
 	} else {
 		var stop atomic.Bool
-		for range clients {
+		for range spec.Clients {
 			wg.Go(func() {
 				for !stop.Load() {
 					one()
 				}
 			})
 		}
-		time.Sleep(d)
+		time.Sleep(spec.Duration)
 		stop.Store(true)
 	}
 	wg.Wait()
-	res.elapsed = time.Since(start)
-	slices.Sort(res.lat)
+	res.Elapsed = time.Since(start)
+	slices.Sort(lat)
+	if n := len(lat); n > 0 {
+		q := func(f float64) time.Duration { return lat[int(float64(n-1)*f)] }
+		res.P50, res.P99, res.Max = q(0.5), q(0.99), lat[n-1]
+	}
 	return res
 }
 
-func (r *loadResult) quantile(q float64) time.Duration {
-	if len(r.lat) == 0 {
-		return 0
+// runLoad runs spec's clients in a process of their own and returns what they saw.
+func runLoad(b *testing.B, spec *loadSpec) *loadResult {
+	b.Helper()
+	data, err := json.Marshal(spec)
+	if err != nil {
+		b.Fatal(err)
 	}
-	return r.lat[int(float64(len(r.lat)-1)*q)]
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), loadClientEnv+"="+string(data))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("the load client: %v", err)
+	}
+	var res loadResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		b.Fatalf("the load client's result %q: %v", out, err)
+	}
+	return &res
 }
 
 // A loadCase is one case of BenchmarkLoad.
@@ -217,12 +322,13 @@ type loadCase struct {
 }
 
 // BenchmarkLoad measures the webhook as served (overlays in worker processes of the rule's
-// own, deploy/'s limits) with the GPU overlay and a 3.2 KB review of a Deployment's pod:
-// closed loops of 1, 4, 16 and 64 clients, open loops at 500 and 1,000 reviews a second and
-// at twice what 16 clients got, 4 clients beside 64 slow clients that trickle their bodies,
-// and 4 clients beside 2 that send another rule's memory bomb; each case for
-// -webhook-load-duration. Each answer is checked: allowed with the overlay's patch, or
-// refused (429, or denied); anything else fails the benchmark.
+// own, deploy/'s limits) with the GPU overlay and a 3.2 KB review of a Deployment's pod,
+// encoded as the API server encodes it, sent by a client process of its own: closed loops of
+// 1, 4, 16 and 64 clients, open loops at 500 and 1,000 reviews a second and at twice what 16
+// clients got, 4 clients beside 64 slow clients that trickle their bodies, and 4 clients
+// beside 2 that send another rule's memory bomb; each case for -webhook-load-duration.
+// Each answer is checked: allowed with the overlay's patch, or refused (429, or denied);
+// anything else fails the benchmark.
 func BenchmarkLoad(b *testing.B) {
 	overlay, err := os.ReadFile("../examples/gpu-tolerations/overlay.star")
 	if err != nil {
@@ -242,11 +348,8 @@ rules:
 		"overlay.star": string(overlay),
 		"bomb.star":    "def overlay(pod):\n    s = 'a' * ((1 << 30) - 1)\n",
 	}
-	req := podRequest(b, loadPod)
-	req.UID = "3f6c8f52-2b8e-4f43-9a0c-6f1f0d6b7e21"
-	body := reviewJSON(req)
-	bad := podRequest(b, strings.Replace(loadPod, "namespace: ml", "namespace: bad", 1))
-	badBody := reviewJSON(bad)
+	body := reviewBody(b, loadPod)
+	bad := reviewBody(b, strings.Replace(loadPod, "namespace: ml", "namespace: bad", 1))
 	b.Logf("review of %d bytes", len(body))
 	var closed16 float64
 	for _, tc := range []loadCase{
@@ -255,68 +358,50 @@ rules:
 		{name: "slow-clients", clients: 4, slow: 64}, {name: "beside-bomb", clients: 4, bomb: true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			url, c, s := loadServer(b, files, &Options{Engine: engine.Options{Isolation: engine.WorkerProcess, MaxMemory: 256 << 20}, WorkersPerRule: 2})
-			// Warm the connections and the workers.
-			for range 16 {
-				if _, err := check(c, url, body, string(req.UID)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			for range tc.slow {
-				wg.Go(func() { trickle(url, stop) })
-			}
-			if tc.bomb {
-				for range 2 {
-					wg.Go(func() {
-						for {
-							select {
-							case <-stop:
-								return
-							default:
-							}
-							if refused, err := check(c, url, badBody, string(bad.UID)); err != nil || !refused {
-								b.Errorf("the bomb was not denied: %v", err)
-								return
-							}
-						}
-					})
-				}
-			}
-			rate := tc.rate
+			url, ca, s := loadServer(b, files, &Options{Engine: engine.Options{Isolation: engine.WorkerProcess, MaxMemory: 256 << 20}, WorkersPerRule: 2})
+			spec := &loadSpec{URL: url, CA: ca, Body: body, UID: uidOf(b, body), BadBody: bad, BadUID: uidOf(b, bad),
+				Clients: tc.clients, Rate: tc.rate, Slow: tc.slow, Bomb: tc.bomb, Duration: *loadDuration}
 			if tc.overload {
-				rate = 2 * closed16
+				spec.Rate = 2 * closed16
 			}
 			handlerMax.Store(0)
+			refusalMax.Store(0)
 			b.ResetTimer()
-			r := load(c, url, body, string(req.UID), tc.clients, rate, *loadDuration)
+			r := runLoad(b, spec)
 			b.StopTimer()
-			close(stop)
-			wg.Wait()
-			if r.err != nil {
-				b.Fatal(r.err)
+			if r.Err != "" {
+				b.Fatal(r.Err)
 			}
-			served := float64(r.served) / r.elapsed.Seconds()
+			served := float64(r.Served) / r.Elapsed.Seconds()
 			if tc.name == "closed-16" {
 				closed16 = served
 			}
 			b.ReportMetric(served, "reviews/s")
-			b.ReportMetric(rate, "offered/s")
-			b.ReportMetric(ms(r.quantile(0.5)), "p50-ms")
-			b.ReportMetric(ms(r.quantile(0.99)), "p99-ms")
-			b.ReportMetric(ms(r.quantile(1)), "max-ms")
+			b.ReportMetric(spec.Rate, "offered/s")
+			b.ReportMetric(ms(r.P50), "p50-ms")
+			b.ReportMetric(ms(r.P99), "p99-ms")
+			b.ReportMetric(ms(r.Max), "max-ms")
 			b.ReportMetric(ms(time.Duration(handlerMax.Load())), "server-max-ms")
-			b.ReportMetric(float64(r.sent), "sent")
-			b.ReportMetric(float64(r.refused), "refused")
-			b.ReportMetric(float64(r.full), "refused-429")
-			b.ReportMetric(float64(r.lost), "lost")
-			b.ReportMetric(ms(r.refusedMax), "refused-max-ms")
+			b.ReportMetric(float64(r.Sent), "sent")
+			b.ReportMetric(float64(r.Refused), "refused")
+			b.ReportMetric(float64(r.Full), "refused-429")
+			b.ReportMetric(float64(r.Lost), "lost")
+			b.ReportMetric(ms(r.RefusedMax), "refused-max-ms")
+			b.ReportMetric(ms(time.Duration(refusalMax.Load())), "server-refused-max-ms")
 			// Workers started beyond the pools' sizes replaced workers that died or were killed.
 			b.ReportMetric(float64(s.workerStats().Started-2*s.opts.workers()), "restarts")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// uidOf returns the uid of the request of an AdmissionReview.
+func uidOf(b *testing.B, body []byte) string {
+	var r admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &r); err != nil || r.Request == nil {
+		b.Fatalf("decoding the review: %v", err)
+	}
+	return string(r.Request.UID)
 }
 
 // trickle is a client that sends a review's headers and then its body a byte every 100ms,
@@ -353,14 +438,47 @@ func trickle(url string, stop chan struct{}) {
 	}
 }
 
-// handlerMax is the longest the handler of loadServer's server took to answer, in ns: from
-// the request's headers to its answer, as the webhook's deadline counts.
-var handlerMax atomic.Int64
+// handlerMax and refusalMax are the longest the handler of loadServer's server took to answer
+// and to refuse (429, or denied), in ns: from the request's headers to its answer, as the
+// webhook's deadline counts.
+var handlerMax, refusalMax atomic.Int64
+
+func noteMax(m *atomic.Int64, d int64) {
+	for {
+		old := m.Load()
+		if d <= old || m.CompareAndSwap(old, d) {
+			return
+		}
+	}
+}
+
+// statusWriter is a ResponseWriter that notes whether its answer refused the review.
+type statusWriter struct {
+	http.ResponseWriter
+	refused bool
+	wrote   bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.wrote = true
+	w.refused = code == http.StatusTooManyRequests
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.wrote = true
+		w.refused = bytes.Contains(p, []byte(`"allowed":false`))
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // loadServer serves config (with the overlays in files) over TLS with HTTP/2, as starpod
 // webhook serves and the API server calls webhooks (client-go's transports speak HTTP/2), and
-// returns the URL of /mutate and a client of its own.
-func loadServer(b *testing.B, files map[string]string, opts *Options) (string, *http.Client, *Server) {
+// returns the URL of /mutate and the server's certificate (DER).
+func loadServer(b *testing.B, files map[string]string, opts *Options) (string, []byte, *Server) {
 	b.Helper()
 	dir := b.TempDir()
 	for name, data := range files {
@@ -376,19 +494,18 @@ func loadServer(b *testing.B, files map[string]string, opts *Options) (string, *
 	h := s.Handler()
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		h.ServeHTTP(w, r)
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
 		d := int64(time.Since(start))
-		for {
-			old := handlerMax.Load()
-			if d <= old || handlerMax.CompareAndSwap(old, d) {
-				break
-			}
+		noteMax(&handlerMax, d)
+		if sw.refused {
+			noteMax(&refusalMax, d)
 		}
 	}))
 	ts.EnableHTTP2 = true
 	ts.StartTLS()
 	b.Cleanup(ts.Close)
-	return ts.URL + "/mutate", ts.Client(), s
+	return ts.URL + "/mutate", ts.Certificate().Raw, s
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -4,6 +4,7 @@ package webhook
 // their overlays in order, and the response.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -11,7 +12,6 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/starpod/starpod/engine"
@@ -239,12 +239,18 @@ func runRule(ctx context.Context, r *rule, pods []*corev1.Pod, workloads []*engi
 	return pods, changedBy, nil
 }
 
+// podsEqual reports whether a and b hold the same pods, comparing their protobuf encodings,
+// which say what apimachinery's semantic equality says at a fraction of its cost: quantities
+// are written in their canonical form, times as seconds and nanoseconds, map keys in order,
+// and an empty list or map as a missing one. A pod that cannot be encoded counts as changed.
 func podsEqual(a, b []*corev1.Pod) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if !apiequality.Semantic.DeepEqual(a[i], b[i]) {
+		x, errX := a[i].Marshal()
+		y, errY := b[i].Marshal()
+		if errX != nil || errY != nil || !bytes.Equal(x, y) {
 			return false
 		}
 	}

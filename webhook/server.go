@@ -122,6 +122,11 @@ func (o *Options) queueWait(rule string) func(time.Duration) {
 	return func(d time.Duration) { h.Observe(d.Seconds()) }
 }
 
+// restartBackoff bounds the wait between starts of a rule's workers when they die one after
+// another: a rule whose overlay exhausts its worker's memory at every admission costs a
+// worker start a second at most, and leaves the processors to the other rules.
+const restartBackoff = time.Second
+
 // answerMargin is the time an admission keeps, from its deadline, to answer: what is left
 // when its overlays and its wait for them must end.
 func answerMargin(timeout time.Duration) time.Duration {
@@ -187,7 +192,8 @@ func (o *Options) newPool() *engine.WorkerPool {
 	if o.sharedPool != nil {
 		return o.sharedPool
 	}
-	return engine.NewWorkerPool(&engine.WorkerPoolOptions{Path: o.WorkerPath, Args: o.WorkerArgs, Size: o.workers()})
+	return engine.NewWorkerPool(&engine.WorkerPoolOptions{Path: o.WorkerPath, Args: o.WorkerArgs, Size: o.workers(),
+		RestartBackoff: restartBackoff})
 }
 
 // Close stops the worker processes of the config being served.

@@ -46,6 +46,13 @@ type PoolOptions struct {
 	// is done soon, another worker would cost more than it saves (see demand.go). Without
 	// it the pool starts workers up to Size as soon as requests find none idle.
 	OnDemand bool
+
+	// RestartBackoff bounds the wait between starts of workers when they die one after
+	// another (see backoff.go): after the second death in a row, a worker starts no sooner
+	// than 50ms after the last, and each death doubles the wait, up to RestartBackoff. A
+	// worker that answers ends the run. Gets wait for the start meanwhile, up to their
+	// context. Zero means workers are replaced at once.
+	RestartBackoff time.Duration
 }
 
 // A Pool starts, reuses and replaces workers. Workers stay alive across requests; a worker
@@ -55,14 +62,15 @@ type PoolOptions struct {
 type Pool struct {
 	opts PoolOptions
 
-	mu      sync.Mutex
-	changed chan struct{}       // closed, and replaced, when a worker is put back, ready or lost
-	idle    map[int64][]*Worker // by memory limit
-	alive   int                 // workers alive or starting
-	limits  map[int64]int       // alive by memory limit
-	closed  bool
-	procs   map[*Worker]bool // the workers whose process has not exited
-	demand  demand           // when to start another worker, with OnDemand
+	mu       sync.Mutex
+	changed  chan struct{}       // closed, and replaced, when a worker is put back, ready or lost
+	idle     map[int64][]*Worker // by memory limit
+	alive    int                 // workers alive or starting
+	limits   map[int64]int       // alive by memory limit
+	closed   bool
+	procs    map[*Worker]bool // the workers whose process has not exited
+	demand   demand           // when to start another worker, with OnDemand
+	restarts backoff          // when to start another worker after deaths
 
 	started atomic.Int64
 	peak    atomic.Int64 // the highest peak resident set size of any worker, in bytes
@@ -114,8 +122,8 @@ func (p *Pool) prestart(limit int64, all bool) {
 	if !all {
 		n = min(n, 1-p.limits[limit])
 	}
-	if p.closed {
-		n = 0
+	if p.closed || p.restarts.deaths > 0 {
+		n = 0 // after a death, Get starts workers as the run of deaths allows
 	}
 	for range n {
 		p.reserve(limit)
@@ -153,6 +161,9 @@ func (p *Pool) Close() error {
 		p.retire(w.limit)
 	}
 	p.demand.stop()
+	if p.restarts.wake != nil {
+		p.restarts.wake.Stop()
+	}
 	p.broadcast()
 	p.mu.Unlock()
 	var wg sync.WaitGroup
@@ -251,8 +262,9 @@ func (p *Pool) Get(ctx context.Context, limit int64, key string, fresh bool) (*W
 			return nil, ErrClosed
 		}
 		if err := ctx.Err(); err != nil {
+			why := p.restarts.why(p.opts.RestartBackoff)
 			p.mu.Unlock()
-			return nil, fmt.Errorf("waiting for an %s: %w", p.opts.Name, err)
+			return nil, fmt.Errorf("waiting for an %s%s: %w", p.opts.Name, why, err)
 		}
 		if i := pick(p.idle[limit], key, fresh); i >= 0 {
 			ws := p.idle[limit]
@@ -264,6 +276,10 @@ func (p *Pool) Get(ctx context.Context, limit int64, key string, fresh bool) (*W
 		}
 		if p.alive < p.opts.Size && (!p.opts.OnDemand || fresh || p.limits[limit] == 0) {
 			// No worker alive could serve the request: start one for it.
+			if wait := p.hold(); wait > 0 {
+				p.awaitStart(ctx, wait)
+				continue
+			}
 			p.reserve(limit)
 			p.mu.Unlock()
 			return p.startFor(ctx, limit)
@@ -284,6 +300,9 @@ func (p *Pool) Get(ctx context.Context, limit int64, key string, fresh bool) (*W
 				go evict.stop()
 				continue
 			}
+		} else if wait := p.hold(); wait > 0 {
+			p.awaitStart(ctx, wait)
+			continue
 		} else if p.demand.due() {
 			// Requests waited as long as waitPerStart starts: start another worker,
 			// and take whichever is idle first.
@@ -391,6 +410,11 @@ func (p *Pool) grow(limit int64) {
 func (p *Pool) Put(w *Worker) {
 	p.mu.Lock()
 	w.busy = false
+	if w.dead && w.failed != Canceled {
+		p.restarts.died()
+	} else if !w.dead {
+		p.restarts.answered()
+	}
 	if w.dead || p.closed {
 		p.retire(w.limit)
 		p.broadcast()

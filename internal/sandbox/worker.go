@@ -29,7 +29,8 @@ type Worker struct {
 	out     *FrameReader
 	outFile *os.File
 	dead    bool
-	busy    bool // handed out by Get and not put back; the pool's mu guards it
+	failed  Reason // why a call found it dead, once it is
+	busy    bool   // handed out by Get and not put back; the pool's mu guards it
 
 	progress *os.File // the worker's page, or nil (see Progress)
 
@@ -291,5 +292,6 @@ func (w *Worker) Call(ctx context.Context, x Exchange, opts CallOptions) error {
 	default:
 		f.Reason, f.Err = Crashed, fmt.Errorf("%s failed: %s", w.pool.opts.Name, w.child.exit.why())
 	}
+	w.failed = f.Reason
 	return f
 }
