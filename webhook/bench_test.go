@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/fast"
 )
 
 // benchServer serves config (with the overlays in files) over TLS and returns the URL of
@@ -48,8 +49,8 @@ func benchServer(b *testing.B, files map[string]string, opts *Options, clients i
 	return ts.URL + "/mutate", c
 }
 
-// reviewBody is an AdmissionReview of the pod, encoded as the API server encodes it.
-func reviewBody(b *testing.B, podYAML string) []byte {
+// reviewRaw is the pod, encoded as the API server encodes it: in the order of the API types.
+func reviewRaw(b *testing.B, podYAML string) []byte {
 	req := podRequest(b, podYAML)
 	var pod corev1.Pod
 	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
@@ -59,7 +60,13 @@ func reviewBody(b *testing.B, podYAML string) []byte {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req.Object.Raw = raw
+	return raw
+}
+
+// reviewBody is an AdmissionReview of the pod, encoded as the API server encodes it.
+func reviewBody(b *testing.B, podYAML string) []byte {
+	req := podRequest(b, podYAML)
+	req.Object.Raw = reviewRaw(b, podYAML)
 	body, err := json.Marshal(&admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request:  req,
@@ -245,6 +252,40 @@ func BenchmarkBesideBomb(b *testing.B) {
 			close(stop)
 			wg.Wait()
 			b.ReportMetric(float64(bombs.Load()), "bombs")
+		})
+	}
+}
+
+// BenchmarkPatch measures the patch of an admission of loadPod that the GPU overlay changed
+// (a toleration, a node selector and the record), with diffJSON skipping the members the
+// documents share ("pruned") and with internal/fast's Off set, diffing the whole documents
+// as gomodules.xyz/jsonpatch does ("whole").
+func BenchmarkPatch(b *testing.B) {
+	obj, err := decodeObject("Pod", "ml", reviewRaw(b, loadPod), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	before, _ := obj.encode()
+	p := obj.pods()[0].DeepCopy()
+	p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+	p.Spec.NodeSelector = map[string]string{"cloud.example.com/pool": "gpu-a100"}
+	p.Annotations[AppliedAnnotation] = "gpu/overlay.star@sha256:0123456789ab"
+	obj.setPods([]*corev1.Pod{p})
+	after, _ := obj.encode()
+	for _, off := range []bool{false, true} {
+		name := "pruned"
+		if off {
+			name = "whole"
+		}
+		b.Run(name, func(b *testing.B) {
+			defer func(old bool) { fast.Off = old }(fast.Off)
+			fast.Off = off
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := makePatch(before, before, after); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

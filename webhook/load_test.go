@@ -30,6 +30,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/starpod/starpod/engine"
+	"github.com/starpod/starpod/internal/fast"
 )
 
 var loadDuration = flag.Duration("webhook-load-duration", 5*time.Second, "how long each case of BenchmarkLoad sends reviews")
@@ -330,6 +331,8 @@ type loadCase struct {
 // Each answer is checked: allowed with the overlay's patch, or refused (429, or denied);
 // anything else fails the benchmark.
 func BenchmarkLoad(b *testing.B) {
+	// As starpod webhook does, STARPOD_FAST_PATHS=off measures the library paths alone.
+	fast.Off = os.Getenv("STARPOD_FAST_PATHS") == "off"
 	overlay, err := os.ReadFile("../examples/gpu-tolerations/overlay.star")
 	if err != nil {
 		b.Fatal(err)

@@ -40,6 +40,7 @@ const (
 // result is what one admission did, for the response, the log line and the metrics.
 type result struct {
 	resp    *admissionv1.AdmissionResponse
+	name    string            // the object's name (or generateName), once decoded
 	rules   []string          // the rules that matched, in order
 	outcome string            // the admission's outcome
 	byRule  map[string]string // each matched rule's outcome
@@ -69,6 +70,7 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 				return deny(res, http.StatusBadRequest, err.Error(), outcomeError)
 			}
 			obj = o
+			res.name = o.name()
 		}
 		if r.matches(req.Namespace, kind, obj.labels()) {
 			matched = append(matched, r)

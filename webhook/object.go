@@ -19,6 +19,8 @@ import (
 // An object is an admitted object: its labels, which rules match on, and the pods in it that
 // overlays change. A Pod is its own one pod; a workload's pods are its pod templates.
 type object interface {
+	// name returns the object's name, or the prefix of the name to generate.
+	name() string
 	labels() map[string]string
 	pods() []*corev1.Pod
 	// workloads returns ctx.workload of each pod, in the order of pods: nil for a Pod.
@@ -81,6 +83,10 @@ func decodeObject(kind, namespace string, raw []byte, opts *workload.Options) (o
 	}
 	if m, ok := doc.(map[string]any); ok {
 		if meta, ok := m["metadata"].(map[string]any); ok {
+			w.nm, _ = meta["name"].(string)
+			if w.nm == "" {
+				w.nm, _ = meta["generateName"].(string)
+			}
 			if l, ok := meta["labels"].(map[string]any); ok {
 				w.lbls = make(map[string]string, len(l))
 				for k, v := range l {
@@ -97,7 +103,13 @@ func decodeObject(kind, namespace string, raw []byte, opts *workload.Options) (o
 // podObject is an admitted Pod.
 type podObject struct{ pod *corev1.Pod }
 
-func (o *podObject) labels() map[string]string     { return o.pod.Labels }
+func (o *podObject) labels() map[string]string { return o.pod.Labels }
+func (o *podObject) name() string {
+	if o.pod.Name != "" {
+		return o.pod.Name
+	}
+	return o.pod.GenerateName
+}
 func (o *podObject) pods() []*corev1.Pod           { return []*corev1.Pod{o.pod} }
 func (o *podObject) workloads() []*engine.Workload { return []*engine.Workload{nil} }
 func (o *podObject) check([]*corev1.Pod) error     { return nil }
@@ -109,6 +121,7 @@ func (o *podObject) encode() ([]byte, error)       { return json.Marshal(o.pod) 
 // created.
 type workloadObject struct {
 	o    *workload.Object
+	nm   string
 	lbls map[string]string
 	envs []*engine.Workload
 	// what decodeObject was given, for check
@@ -117,6 +130,7 @@ type workloadObject struct {
 	opts            *workload.Options
 }
 
+func (w *workloadObject) name() string                  { return w.nm }
 func (w *workloadObject) labels() map[string]string     { return w.lbls }
 func (w *workloadObject) workloads() []*engine.Workload { return w.envs }
 

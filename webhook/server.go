@@ -359,8 +359,12 @@ func (s *Server) serveMutate(w http.ResponseWriter, r *http.Request) {
 	d := time.Since(start)
 	s.metrics.observe(res, d)
 	dry := req.DryRun != nil && *req.DryRun
+	name := res.name
+	if name == "" {
+		name = objectName(req) // no rule matched: the object was not decoded
+	}
 	attrs := []any{
-		"uid", string(req.UID), "namespace", req.Namespace, "kind", req.Kind.Kind, "name", objectName(req),
+		"uid", string(req.UID), "namespace", req.Namespace, "kind", req.Kind.Kind, "name", name,
 		"operation", string(req.Operation), "dryRun", dry, "rules", res.rules,
 		"duration", d, "outcome", res.outcome,
 	}
