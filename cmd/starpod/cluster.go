@@ -123,7 +123,7 @@ func (f *clusterFlags) connectTo(arg string) (cluster.Handle, *cluster.Client, e
 func handleArg(s string) (cluster.Handle, error) {
 	h, err := cluster.ParseHandle(s)
 	if err != nil {
-		return h, &usageError{err}
+		return h, &usageError{err: err}
 	}
 	return h, nil
 }
@@ -307,7 +307,7 @@ containers and sidecars included.`,
 			}
 			t, err := cluster.ParseLogTarget(args[0])
 			if err != nil {
-				return &usageError{err}
+				return &usageError{err: err}
 			}
 			c, err := f.connect()
 			if err != nil {

@@ -56,9 +56,12 @@ func newComponentProcessCmd(a *app) *cobra.Command {
 				eopts := &engine.Options{MaxSteps: f.maxSteps, Timeout: f.timeout, Print: a.printer()}
 				data, help, err := componentResult(ctx, a, f.root, project, eopts, args[1], args[2:])
 				if err != nil {
-					if _, ok := err.(*usageError); ok {
+					if ue, ok := err.(*usageError); ok {
 						// As starpod run prints it, which is the command the user ran.
-						fmt.Fprintf(a.stderr, "%v\nRun 'starpod run --help' for usage.\n", err)
+						fmt.Fprintln(a.stderr, err)
+						if !ue.hinted {
+							fmt.Fprintln(a.stderr, "Run 'starpod run --help' for usage.")
+						}
 						return &exitCodeError{exitUsage}
 					}
 					return printErrors(a, err)

@@ -144,7 +144,7 @@ func parseTrailingFlags(cmd *cobra.Command, args []string) (bool, error) {
 	fs := cmd.Flags()
 	fs.SetInterspersed(true)
 	if err := fs.Parse(args); err != nil {
-		return false, &usageError{err}
+		return false, &usageError{err: err}
 	}
 	if help, _ := fs.GetBool("help"); help {
 		return true, cmd.Help()
@@ -219,7 +219,7 @@ func componentResult(ctx context.Context, a *app, root string, project *componen
 	})
 	var nf *component.NotFoundError
 	if errors.As(err, &nf) {
-		return nil, nil, &usageError{err}
+		return nil, nil, &usageError{err: err}
 	}
 	if err != nil {
 		return nil, nil, err
@@ -238,12 +238,18 @@ func componentResult(ctx context.Context, a *app, root string, project *componen
 	}
 	if err != nil {
 		// The component's flags are in its own help, not in run's.
-		return nil, nil, usagef("%v\nRun 'starpod run %s --help' for the component's flags.", err, name)
+		return nil, nil, componentUsage(err, name)
 	}
 	data, err = c.Result(ctx, cargs)
 	if errors.As(err, &ue) {
 		// The component refused its arguments (usage_error): a bad command line, no traceback.
-		return nil, nil, usagef("%v\nRun 'starpod run %s --help' for the component's flags.", ue, name)
+		return nil, nil, componentUsage(ue, name)
 	}
 	return data, nil, err
+}
+
+// componentUsage is the usage error of a component's command line, which points at the
+// component's help: its flags are there, not in run's.
+func componentUsage(err error, name string) error {
+	return &usageError{err: fmt.Errorf("%v\nRun 'starpod run %s --help' for the component's flags.", err, name), hinted: true}
 }

@@ -182,7 +182,7 @@ func FuzzWriteResourceList(f *testing.F) {
 }
 
 // errUnread is the error of writeListBoth for an input kyaml does not read.
-var errUnread = &usageError{nil}
+var errUnread = &usageError{}
 
 // writeListBoth reads the ResourceList in as processList does, and writes it with
 // writeResourceList (each) or kyaml's writer.

@@ -40,14 +40,18 @@ var commands = []func(*app) *cobra.Command{
 }
 
 // usageError marks an error as bad usage (exit 2).
-type usageError struct{ err error }
+type usageError struct {
+	err error
+	// hinted says the message already says where the help is: no other hint follows it.
+	hinted bool
+}
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
 // usagef returns a usage error (exit 2).
 func usagef(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
+	return &usageError{err: fmt.Errorf(format, args...)}
 }
 
 // exitCodeError carries an exit code whose message has already been printed.
@@ -69,7 +73,7 @@ limited in steps, time and memory, and validated strictly against the Pod schema
 	root.SetErr(a.stderr)
 	// Flag errors are usage errors.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &usageError{err}
+		return &usageError{err: err}
 	})
 	var subs []*cobra.Command
 	for _, newCmd := range commands {
@@ -202,7 +206,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	fmt.Fprintln(stderr, err)
 	var usage *usageError
-	if errors.As(err, &usage) || isCobraUsageError(err) {
+	if errors.As(err, &usage) && usage.hinted {
+		return exitUsage
+	}
+	if usage != nil || isCobraUsageError(err) {
 		// Point at the help of the command that was run: its flags are there.
 		path := root.CommandPath()
 		if cmd != nil {
