@@ -97,8 +97,8 @@ const (
 // DefaultMaxMemory is the memory limit of a worker process when Options.MaxMemory is zero.
 const DefaultMaxMemory = 512 << 20
 
-// workerGrace is how long past its own time limit the parent waits for a worker's answer
-// before it kills the worker.
+// workerGrace is how long past its own time limit, or past its caller's deadline, the parent
+// waits for a worker's answer before it kills the worker.
 const workerGrace = time.Second
 
 func (o *Options) maxMemory() int64 {
