@@ -162,7 +162,8 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 // refused at once if the queue says it cannot be served by then. The overlays run within ctx:
 // one still running at its deadline stops there with an error saying the caller's deadline
 // passed; in a worker, which is told the deadline, the worker goes back to its pool rather
-// than being killed and replaced, and the admission's turn passes to the next.
+// than being killed and replaced, and the admission's turn passes to the next. A ctx canceled
+// before its deadline (the API server gone) kills the worker at once.
 func applyRule(ctx context.Context, r *rule, pods []*corev1.Pod, workloads []*engine.Workload) ([]*corev1.Pod, []string, error) {
 	t, err := r.queue.acquire(ctx)
 	if err != nil {
