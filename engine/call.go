@@ -5,6 +5,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"go.starlark.net/starlark"
 
@@ -79,16 +80,17 @@ func (m *Module) Globals() starlark.StringDict { return m.globals }
 // Call calls fn, usually one of the module's globals, with args and kwargs on a fresh thread
 // bounded by the module's step and time limits and by ctx, and returns its result. It returns
 // an *Error naming the module, with the Starlark backtrace, and a *LimitError inside it when a
-// limit was hit.
+// limit was hit, or a *DeadlineError when ctx's deadline passed.
 func (m *Module) Call(ctx context.Context, fn starlark.Value, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, &Error{Overlay: m.o.name, Err: err}
+	if ctx.Err() != nil {
+		return nil, &Error{Overlay: m.o.name, Err: ctxError(ctx)}
 	}
+	began := time.Now()
 	thread, stop := m.o.newThread(ctx)
 	v, err := starlark.Call(thread, fn, args, kwargs)
 	lim := stop()
 	if err != nil {
-		return nil, m.o.evalError(err, thread, lim)
+		return nil, m.o.applyError(ctx, err, thread, lim, began)
 	}
 	return v, nil
 }

@@ -366,7 +366,9 @@ func (o *Overlay) load(thread *starlark.Thread, module string) (starlark.StringD
 
 // Apply runs the overlay on pod and returns the resulting pod; pod itself is not changed.
 // env is what the script sees as ctx (nil is the ctx outside a scheduler: empty strings, and
-// None for the replica). It returns an *Error.
+// None for the replica). It returns an *Error; one that ctx's deadline stopped wraps a
+// *DeadlineError, also with [WorkerProcess] isolation, where the worker is told the deadline,
+// stops there and serves on.
 func (o *Overlay) Apply(ctx context.Context, pod *corev1.Pod, env *Env) (*corev1.Pod, error) {
 	if _, ok := o.run.(local); ok {
 		return o.applyLocal(ctx, pod, env) // what local.apply does for one pod, without its slices
@@ -426,13 +428,14 @@ func (o *Overlay) applyLocal(ctx context.Context, pod *corev1.Pod, env *Env) (*c
 
 // applyValue runs the script on the Starlark value of a pod and returns the value of the new pod.
 func (o *Overlay) applyValue(ctx context.Context, pod starlark.Value, env *Env) (starlark.Value, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, &Error{Overlay: o.name, Err: err}
+	if ctx.Err() != nil {
+		return nil, &Error{Overlay: o.name, Err: ctxError(ctx)}
 	}
+	began := time.Now()
 	thread, stop := o.newThread(ctx)
 	globals, err := o.prog.Init(thread, predeclared)
 	if err != nil {
-		return nil, o.evalError(err, thread, stop())
+		return nil, o.applyError(ctx, err, thread, stop(), began)
 	}
 	fn := globals["overlay"].(*starlark.Function) // checked by Compile; the top level is deterministic
 	args := starlark.Tuple{pod}
@@ -440,13 +443,10 @@ func (o *Overlay) applyValue(ctx context.Context, pod starlark.Value, env *Env) 
 		args = append(args, env.value())
 	}
 	res, err := starlark.Call(thread, fn, args, nil)
-	lim := stop()
 	if err != nil {
-		if cerr := ctx.Err(); cerr != nil && lim == nil {
-			err = fmt.Errorf("%w: %v", cerr, err) // the cause is the context's, not the EvalError's
-		}
-		return nil, o.evalError(err, thread, lim)
+		return nil, o.applyError(ctx, err, thread, stop(), began)
 	}
+	stop()
 	switch res := res.(type) {
 	case starlark.NoneType:
 		return pod, nil
@@ -505,8 +505,27 @@ func checkKind(pod *corev1.Pod) field.ErrorList {
 	return errs
 }
 
+// applyError wraps an error of the execution of an apply that began at began, as evalError
+// does. When ctx's end stopped it (and no limit did), the cause is the context's: for its
+// deadline a *DeadlineError, with the position and backtrace where the script stopped; for a
+// cancel, an error wrapping context.Canceled.
+func (o *Overlay) applyError(ctx context.Context, err error, thread *starlark.Thread, lim *LimitError, began time.Time) error {
+	cerr := ctx.Err()
+	switch {
+	case cerr == nil || lim != nil:
+		return o.evalError(err, thread, lim)
+	case errors.Is(cerr, context.DeadlineExceeded):
+		e := o.evalError(err, thread, nil)
+		deadline, _ := ctx.Deadline()
+		e.Err = &DeadlineError{After: max(deadline.Sub(began).Round(time.Millisecond), time.Millisecond)}
+		return e
+	default:
+		return o.evalError(fmt.Errorf("%w: %v", cerr, err), thread, nil) // the cause is the context's, not the EvalError's
+	}
+}
+
 // evalError wraps an error of Starlark execution.
-func (o *Overlay) evalError(err error, thread *starlark.Thread, lim *LimitError) error {
+func (o *Overlay) evalError(err error, thread *starlark.Thread, lim *LimitError) *Error {
 	e := &Error{Overlay: o.name, Err: err}
 	var eval *starlark.EvalError
 	if errors.As(err, &eval) {

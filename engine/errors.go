@@ -7,12 +7,15 @@ package engine
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"go.starlark.net/resolve"
@@ -153,6 +156,33 @@ func (e *LimitError) Error() string {
 }
 
 func (e *LimitError) Unwrap() error { return e.Err }
+
+// A DeadlineError reports that the deadline of the context of an apply passed before the
+// overlay finished: the caller's deadline, not a limit of the overlay (a *LimitError). It
+// wraps context.DeadlineExceeded, for errors.Is. An overlay in a worker process is told its
+// caller's deadline and stops there with the same error.
+type DeadlineError struct {
+	After time.Duration // how long the apply had run when the deadline passed; zero if it had not begun
+}
+
+func (e *DeadlineError) Error() string {
+	if e.After <= 0 {
+		return "the caller's deadline had passed before the apply began"
+	}
+	return fmt.Sprintf("the caller's deadline passed after %v", e.After)
+}
+
+func (e *DeadlineError) Unwrap() error { return context.DeadlineExceeded }
+
+// ctxError returns the error of ctx, which has ended, for an apply that did not begin: a
+// *DeadlineError for its deadline, as for an apply its deadline stopped.
+func ctxError(ctx context.Context) error {
+	err := ctx.Err()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &DeadlineError{}
+	}
+	return err
+}
 
 // backtrace returns the call stack of an error during execution for Error.Backtrace.
 func backtrace(eval *starlark.EvalError) string {

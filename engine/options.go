@@ -25,7 +25,8 @@ type Options struct {
 
 	// Timeout bounds the wall time of one apply, and of Compile as MaxSteps does. Zero means
 	// DefaultTimeout. A deadline or cancellation of the context given to Apply stops the
-	// script too.
+	// script too, whichever comes first; a deadline gives a *DeadlineError, not a
+	// *LimitError.
 	Timeout time.Duration
 
 	// MaxResultBytes bounds the size of the JSON encoding of the pod an overlay returns.

@@ -46,19 +46,20 @@ package engine
 //	script:  1 name, 2 src, 3 has_loader, 4 loads (repeated load), 5 max_steps, 6 timeout
 //	         (ns), 7 max_result_bytes, 8 print, 9 validation
 //	load:    1 from, 2 module, 3 name, 4 src, 5 err
-//	apply:   1 key, 2 careful
+//	apply:   1 key, 2 careful, 3 deadline (ns: the time left to the caller's deadline
+//	         when the parent sent the apply; absent for none)
 //	pod:     1 ctx (env; absent for None), 2 kind, 3 api_version, 4 the pod's protobuf
 //	env:     1 app_id, 2 role, 3 replica_id, 4 num_replicas, 5 scheduler, 6 args (repeated
 //	         {1 key, 2 value}, in the order of the keys), 7 workload
 //	workload: 1 kind, 2 api_version, 3 name, 4 namespace, 5 path
 //	print:   1 file, 2 line, 3 col, 4 msg
 //	error:   1 overlay, 2 file, 3 line, 4 col, 5 backtrace, 6 fields (repeated field), 7 msg
-//	         (the cause's), 8 limit
+//	         (the cause's), 8 limit, 9 deadline (ns the apply had run: a *DeadlineError)
 //	field:   1 type, 2 field, 3 bad_value (JSON), 4 detail, 5 write
 //	write:   1 file, 2 line, 3 col, 4 backtrace, 5 input
 //	limit:   1 limit, 2 value, 3 path, 4 msg (the interpreter's)
 //	changes: 1 change (repeated: 1 overlay, 2 path, 3 old (JSON), 4 new (JSON), 5 file,
-//	         6 line, 7 col)
+//	         6 line, 7 col; see proto_changes.go)
 //
 // A result frame is a pod without its ctx. A pod's fields are written in order, so that the
 // fields from kind on are a message of their own: the worker decodes a ctx whose bytes equal
@@ -68,8 +69,6 @@ package engine
 // are any JSON value a Starlark script made, which JSON carries as it is.
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -112,7 +111,7 @@ func answerFrameLimit(maxResult int64) int {
 
 // protocolVersion names the protocol. A worker refuses a parent that speaks another, such as
 // one of another build of starpod.
-const protocolVersion = "starpod-worker/8"
+const protocolVersion = "starpod-worker/9"
 
 // maxWorkerScripts is how many compiled scripts a worker keeps, with their modules' globals.
 // A worker's memory limit covers them all.
@@ -270,23 +269,31 @@ func decodeScan(data []byte) (loads []string, msg string, err error) {
 	return loads, msg, err
 }
 
-// appendApply appends an apply message.
-func appendApply(b []byte, key string, careful bool) []byte {
-	return worker.AppendBool(worker.AppendString(b, 1, key), 2, careful)
+// appendApply appends an apply message. left is the time left to the caller's deadline, or
+// zero for none: a duration, since the processes share no clock to name an instant by.
+func appendApply(b []byte, key string, careful bool, left time.Duration) []byte {
+	b = worker.AppendBool(worker.AppendString(b, 1, key), 2, careful)
+	if left > 0 {
+		b = worker.AppendInt(b, 3, int64(left))
+	}
+	return b
 }
 
-// decodeApply decodes an apply message.
-func decodeApply(data []byte) (key string, careful bool, err error) {
+// decodeApply decodes an apply message. A deadline already passed gives a left of 1ns, so
+// that zero means none.
+func decodeApply(data []byte) (key string, careful bool, left time.Duration, err error) {
 	err = worker.Fields(data, func(f worker.Field) error {
 		switch f.Num {
 		case 1:
 			key = f.String()
 		case 2:
 			careful = f.Bool()
+		case 3:
+			left = max(time.Duration(f.Int()), 1)
 		}
 		return nil
 	})
-	return key, careful, err
+	return key, careful, left, err
 }
 
 // appendPrint appends a print message.
@@ -518,89 +525,4 @@ func (e *podEncoder) encode(pod *corev1.Pod) error {
 	}
 	e.pod = pod
 	return nil
-}
-
-// appendChanges appends a changes message.
-func appendChanges(b []byte, changes []Change) ([]byte, error) {
-	var m []byte
-	for _, c := range changes {
-		m = worker.AppendString(m[:0], 1, c.Overlay)
-		m = worker.AppendString(m, 2, c.Path)
-		for i, v := range [...]any{c.Old, c.New} {
-			if v != nil {
-				data, err := json.Marshal(v)
-				if err != nil {
-					return nil, err
-				}
-				m = worker.AppendBytes(m, protowire.Number(3+i), data)
-			}
-		}
-		m = appendPos(m, 5, c.Pos)
-		b = worker.AppendBytes(b, 1, m)
-	}
-	return b, nil
-}
-
-// decodeChanges turns a changes message back into the changes it was made from, with numbers
-// as int64 or float64 as the engine gives them.
-func decodeChanges(data []byte) ([]Change, error) {
-	var changes []Change
-	err := worker.Fields(data, func(f worker.Field) error {
-		var c Change
-		var p position
-		err := worker.Fields(f.B, func(f worker.Field) error {
-			switch f.Num {
-			case 1:
-				c.Overlay = f.String()
-			case 2:
-				c.Path = f.String()
-			case 3:
-				c.Old = jsonValue(f.B)
-			case 4:
-				c.New = jsonValue(f.B)
-			default:
-				p.field(f, 5)
-			}
-			return nil
-		})
-		c.Pos = p.pos()
-		changes = append(changes, c)
-		return err
-	})
-	return changes, err
-}
-
-// jsonValue decodes a JSON value of a change, nil for none.
-func jsonValue(data []byte) any {
-	if len(data) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return nil
-	}
-	return numbers(v)
-}
-
-// numbers replaces the json.Numbers of v by int64 or float64.
-func numbers(v any) any {
-	switch v := v.(type) {
-	case json.Number:
-		if i, err := v.Int64(); err == nil {
-			return i
-		}
-		f, _ := v.Float64()
-		return f
-	case map[string]any:
-		for k, x := range v {
-			v[k] = numbers(x)
-		}
-	case []any:
-		for i, x := range v {
-			v[i] = numbers(x)
-		}
-	}
-	return v
 }

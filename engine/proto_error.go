@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/starpod/starpod/internal/worker"
@@ -27,7 +28,10 @@ func appendError(b []byte, err error, max int) []byte {
 	b = appendPos(b, 2, e.Pos)
 	b = worker.AppendString(b, 5, cutText(e.Backtrace, maxErrorText))
 	var lim *LimitError
-	if errors.As(e.Err, &lim) {
+	var deadline *DeadlineError
+	if errors.As(e.Err, &deadline) {
+		b = worker.AppendInt(b, 9, int64(deadline.After))
+	} else if errors.As(e.Err, &lim) {
 		l := worker.AppendInt(nil, 1, int64(lim.Limit))
 		l = worker.AppendString(l, 2, lim.Value)
 		l = worker.AppendString(l, 3, lim.Path)
@@ -68,7 +72,8 @@ func appendError(b []byte, err error, max int) []byte {
 }
 
 // decodeError turns an error message back into the *Error it was made from: same fields,
-// same message; its causes are plain errors with their messages.
+// same message; its causes are plain errors with their messages, but for a *LimitError and a
+// *DeadlineError, which keep their types.
 func decodeError(data []byte) (*Error, error) {
 	e := new(Error)
 	var p position
@@ -91,6 +96,8 @@ func decodeError(data []byte) (*Error, error) {
 			}
 		case 7:
 			e.Err = errors.New(f.String())
+		case 9:
+			e.Err = &DeadlineError{After: time.Duration(f.Int())}
 		case 8:
 			lim := new(LimitError)
 			e.Err = lim

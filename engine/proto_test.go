@@ -7,6 +7,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -148,7 +149,7 @@ func podFrame(t *testing.T, pod *corev1.Pod, env *Env) string {
 }
 
 // applyFrame returns the body of an apply of the script key.
-func applyFrame(key string, careful bool) string { return string(appendApply(nil, key, careful)) }
+func applyFrame(key string, careful bool) string { return string(appendApply(nil, key, careful, 0)) }
 
 // frames returns the encoding of frames of the given kinds and bodies.
 func frames(kindsAndBodies ...any) []byte {
@@ -436,6 +437,27 @@ func TestErrorEncode(t *testing.T) {
 		Err:    &LimitError{Limit: LimitTime, Value: "2s", Path: "spec", Err: errors.New("cancelled")}}
 	if got, err := decodeError(appendError(nil, small, max)); err != nil || got.Error() != small.Error() {
 		t.Errorf("round trip: got %v (%v), want %v", got, err, small)
+	}
+}
+
+// TestDeadlineEncode checks that an apply carries the time left to its caller's deadline, a
+// deadline already passed as the least time left, and that a *DeadlineError crosses with its
+// type and text.
+func TestDeadlineEncode(t *testing.T) {
+	for _, left := range []time.Duration{0, 1, 250 * time.Millisecond} {
+		key, careful, got, err := decodeApply(appendApply(nil, "k", true, left))
+		if err != nil || key != "k" || !careful || got != left {
+			t.Errorf("apply with %v left: got %q, %v, %v (%v)", left, key, careful, got, err)
+		}
+	}
+	file := "o.star"
+	for _, after := range []time.Duration{0, 250 * time.Millisecond} {
+		e := &Error{Overlay: "o.star", Pos: syntax.MakePosition(&file, 3, 9), Backtrace: "Traceback", Err: &DeadlineError{After: after}}
+		got, err := decodeError(appendError(nil, e, 1<<20))
+		var dl *DeadlineError
+		if err != nil || got.Error() != e.Error() || !errors.As(got, &dl) || dl.After != after || !errors.Is(got, context.DeadlineExceeded) {
+			t.Errorf("round trip: got %v (%v), want %v, a *DeadlineError", got, err, e)
+		}
 	}
 }
 

@@ -162,8 +162,8 @@ func (r *remote) call(ctx context.Context, b *batch) attempt {
 // first skip print() messages of the first pod are not passed on: they were already.
 func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline time.Time, skip int) attempt {
 	o := r.o
-	if err := ctx.Err(); err != nil {
-		return attempt{err: &Error{Overlay: o.name, Err: err}}
+	if ctx.Err() != nil {
+		return attempt{err: &Error{Overlay: o.name, Err: ctxError(ctx)}}
 	}
 	key := r.key
 	w, err := r.pool.Get(ctx, r.limit, key, fresh)
@@ -195,7 +195,7 @@ func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline tim
 		x := &defineExchange{r: r}
 		if err := w.Call(ctx, x, sandbox.CallOptions{First: first, Aside: framePrint}); err != nil {
 			// Compiling is the same for every pod.
-			a.err, _ = r.failure(ctx, err)
+			a.err, _ = r.failure(ctx, err, false)
 			a.crowded = isMemory(err) && others()
 			return a
 		}
@@ -212,15 +212,19 @@ func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline tim
 	a.began = time.Now()
 	st.results.forget() // its caller may have changed it
 	base, counted := w.Progress()
+	// The worker is told ctx's deadline, stops there by itself and answers, and goes back to
+	// the pool: it is killed only if it has not answered a grace period after the deadline.
 	x := &applyExchange{r: r, st: st, b: b, a: &a, skip: skip}
-	err = w.Call(ctx, x, sandbox.CallOptions{First: first, Each: workerGrace + timeout, Async: len(b.todo) > 1, Aside: framePrint})
+	x.deadline, _ = ctx.Deadline()
+	err = w.Call(ctx, x, sandbox.CallOptions{First: first, Each: workerGrace + timeout, Async: len(b.todo) > 1, Aside: framePrint,
+		Grace: workerGrace})
 	a.finished = a.answered
 	if err != nil {
 		if n, ok := w.Progress(); counted && ok && n >= base {
 			a.finished = int(min(max(n-base, uint64(a.answered)), uint64(len(b.todo))))
 		}
 		var limit bool
-		a.err, limit = r.failure(ctx, err)
+		a.err, limit = r.failure(ctx, err, true)
 		// A worker that failed before it finished a pod may be broken: trying the other
 		// pods in another would fail as often.
 		a.died = limit || a.finished > 0 && !isCanceled(err)
@@ -230,8 +234,9 @@ func (r *remote) attempt(ctx context.Context, b *batch, fresh bool, deadline tim
 }
 
 // failure returns the *Error of a worker's failure, and whether it was a limit of the
-// overlay (its time or memory).
-func (r *remote) failure(ctx context.Context, err error) (*Error, bool) {
+// overlay (its time or memory). told says the worker was told ctx's deadline, and was
+// killed only once it had not answered within workerGrace after it.
+func (r *remote) failure(ctx context.Context, err error, told bool) (*Error, bool) {
 	o := r.o
 	var f *sandbox.Failure
 	if !errors.As(err, &f) {
@@ -243,7 +248,11 @@ func (r *remote) failure(ctx context.Context, err error) (*Error, bool) {
 	case sandbox.Memory:
 		return &Error{Overlay: o.name, Err: &LimitError{Limit: LimitMemory, Value: bound.FormatSize(r.limit)}}, true
 	case sandbox.Canceled:
-		return &Error{Overlay: o.name, Err: ctx.Err()}, false
+		cerr := ctx.Err()
+		if told && errors.Is(cerr, context.DeadlineExceeded) {
+			return &Error{Overlay: o.name, Err: fmt.Errorf("the worker did not stop within %v of the caller's deadline: %w", workerGrace, cerr)}, false
+		}
+		return &Error{Overlay: o.name, Err: cerr}, false
 	default:
 		return &Error{Overlay: o.name, Err: f.Err}, false
 	}
@@ -302,15 +311,20 @@ func (x *defineExchange) Answer(kind byte, body []byte) (bool, error) {
 
 // An applyExchange is an apply request of the pods of a batch and their answers.
 type applyExchange struct {
-	r    *remote
-	st   *workerState
-	b    *batch
-	a    *attempt
-	skip int // the print() messages of the first pod not to pass on
+	r        *remote
+	st       *workerState
+	b        *batch
+	a        *attempt
+	skip     int       // the print() messages of the first pod not to pass on
+	deadline time.Time // the caller's deadline, or zero for none
 }
 
 func (x *applyExchange) Send(in *bufio.Writer) error {
-	return x.st.sendPods(in, x.r.key, x.b)
+	var left time.Duration
+	if !x.deadline.IsZero() {
+		left = max(time.Until(x.deadline), 1) // passed already: the worker answers at once
+	}
+	return x.st.sendPods(in, x.r.key, x.b, left)
 }
 
 func (x *applyExchange) Answer(kind byte, body []byte) (bool, error) {
@@ -383,8 +397,9 @@ type workerState struct {
 	results podDecoder
 }
 
-// sendPods sends an apply request of the script key to the pods of b still to do.
-func (st *workerState) sendPods(in *bufio.Writer, key string, b *batch) error {
+// sendPods sends an apply request of the script key to the pods of b still to do, with left
+// the time left to the caller's deadline, or zero for none.
+func (st *workerState) sendPods(in *bufio.Writer, key string, b *batch, left time.Duration) error {
 	apply := byte(frameApply)
 	switch {
 	case b.explain:
@@ -392,7 +407,7 @@ func (st *workerState) sendPods(in *bufio.Writer, key string, b *batch) error {
 	case b.first:
 		apply = frameFirst
 	}
-	if err := sandbox.WriteFrame(in, apply, appendApply(nil, key, b.careful)); err != nil {
+	if err := sandbox.WriteFrame(in, apply, appendApply(nil, key, b.careful, left)); err != nil {
 		return err
 	}
 	st.enc.pod, st.env, st.envData = nil, nil, nil

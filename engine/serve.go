@@ -193,7 +193,10 @@ func (s *server) define(body []byte) error {
 
 // apply applies the script of an apply request to each pod that follows, until the end frame,
 // and answers each pod in order. With first set, the pods after one that failed are answered
-// with an error and not applied; with explain, each result comes with its changes.
+// with an error and not applied; with explain, each result comes with its changes. An apply
+// request that carries the time left to its caller's deadline stops each pod there, as
+// Overlay.Apply does in process: a pod stopped, and each pod after it, is answered with the
+// context's error, and the parent, told as it would be of any error, keeps the worker.
 //
 // The worker counts the pods it has answered in its progress (sandbox.SetProgress), which
 // its parent reads: while the worker works, each step counts as an answer against the time
@@ -205,9 +208,17 @@ func (s *server) define(body []byte) error {
 // asked to (careful, as the parent does when it tries pods again after a death), writes
 // out each answer at once, and counts it once it is out.
 func (s *server) apply(body []byte, first, explain bool) error {
-	key, careful, err := decodeApply(body)
+	key, careful, left, err := decodeApply(body)
 	if err != nil {
 		return fmt.Errorf("decoding an apply: %w", err)
+	}
+	// The caller's deadline, counted from now: the pods stop there as in process, with a
+	// *DeadlineError, and the worker serves on.
+	ctx := context.Background()
+	if left > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, left)
+		defer cancel()
 	}
 	each := careful || !s.counted
 	s.explain = explain
@@ -232,7 +243,7 @@ func (s *server) apply(body []byte, first, explain bool) error {
 			err = s.writeError(&Error{Overlay: o.name, Err: errors.New("not applied: an earlier pod of the batch failed")})
 		case kind == framePod:
 			var ok bool
-			ok, err = s.applyPod(o, body)
+			ok, err = s.applyPod(ctx, o, body)
 			failed = failed || !ok
 		case kind == frameSkip:
 			failed = true
@@ -260,9 +271,9 @@ func (s *server) apply(body []byte, first, explain bool) error {
 // server.apply).
 const flushBytes = 16 << 10
 
-// applyPod applies o to the pod of a pod frame and writes the answer. It reports whether the
-// apply succeeded, and the error of decoding the frame or writing the answer.
-func (s *server) applyPod(o *Overlay, body []byte) (bool, error) {
+// applyPod applies o to the pod of a pod frame within ctx and writes the answer. It reports
+// whether the apply succeeded, and the error of decoding the frame or writing the answer.
+func (s *server) applyPod(ctx context.Context, o *Overlay, body []byte) (bool, error) {
 	envData, podData, err := splitPodFrame(body)
 	if err != nil {
 		return false, fmt.Errorf("decoding a pod: %w", err)
@@ -285,9 +296,9 @@ func (s *server) applyPod(o *Overlay, body []byte) (bool, error) {
 	var res *corev1.Pod
 	var changes []Change
 	if s.explain {
-		res, changes, err = o.Explain(context.Background(), pod, s.lastEnv)
+		res, changes, err = o.Explain(ctx, pod, s.lastEnv)
 	} else {
-		res, err = o.Apply(context.Background(), pod, s.lastEnv)
+		res, err = o.Apply(ctx, pod, s.lastEnv)
 	}
 	if s.printErr != nil {
 		return false, s.printErr

@@ -40,7 +40,12 @@ package engine
 //     another worker.
 //   - Steps, time and result size are limited inside the worker as in process; the parent also
 //     kills a worker that has not finished a pod within the time limit plus one second (one
-//     step that runs long, such as a huge sort), and a worker whose caller's context ends.
+//     step that runs long, such as a huge sort).
+//   - An apply carries the time left to its caller's context's deadline, if it has one: the
+//     worker stops the pods there, as in process, with a *DeadlineError (not a *LimitError),
+//     and goes back to its pool; the parent kills it only if it has not answered one second
+//     after the deadline. A context canceled otherwise (Ctrl-C) kills the worker at once, as
+//     does any end of the context during a compile.
 //   - A worker answers the pods of a batch in order and counts those it answered where its
 //     parent reads the count (a memory file, on Linux; elsewhere it writes out each answer
 //     at once), so a pod that kills its worker gets the limit's error, and the pods after it
@@ -92,8 +97,8 @@ const (
 // DefaultMaxMemory is the memory limit of a worker process when Options.MaxMemory is zero.
 const DefaultMaxMemory = 512 << 20
 
-// workerGrace is how long past its own time limit the parent waits for a worker's answer
-// before it kills the worker.
+// workerGrace is how long past its own time limit, or past its caller's deadline, the parent
+// waits for a worker's answer before it kills the worker.
 const workerGrace = time.Second
 
 func (o *Options) maxMemory() int64 {

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -231,10 +230,6 @@ type rule struct {
 	selector   labels.Selector
 	overlays   []*overlay
 	queue      *queue // the admissions that run the rule's overlays, or wait to
-	// detach says the overlays run in workers, whose calls the admission's deadline does not
-	// cancel (see applyRule); backstop bounds such a run all the same.
-	detach   bool
-	backstop time.Duration
 }
 
 // An overlay is one compiled overlay file of a rule.
@@ -307,13 +302,6 @@ func compileConfig(ctx context.Context, file string, opts *Options) (_ *compiled
 		eo := opts.Engine
 		eo.Loader = rec.loader(engine.DirLoader(dir))
 		if eo.Isolation == engine.WorkerProcess {
-			cr.detach = true
-			// A worker's start, and each overlay's time and its worker's grace, twice over.
-			timeout := eo.Timeout
-			if timeout <= 0 {
-				timeout = engine.DefaultTimeout
-			}
-			cr.backstop = 2 * (15*time.Second + time.Duration(len(r.Overlays))*(timeout+2*time.Second))
 			eo.Workers = opts.newPool()
 			if opts.sharedPool == nil {
 				c.pools = append(c.pools, eo.Workers)

@@ -161,45 +161,18 @@ func admit(ctx context.Context, c *compiled, req *admissionv1.AdmissionRequest) 
 // is the first overlay's that failed.
 //
 // The admission waits in r's queue for one of the rule's workers until ctx's deadline, and is
-// refused at once if the queue says it cannot be served by then. Overlays in workers run to
-// their own end even when ctx's deadline passes first, which applyRule then returns at: the
-// worker stops an overlay at its time limit and goes back to its pool, where cancelling its
-// call would kill it and have the pool start another.
+// refused at once if the queue says it cannot be served by then. The overlays run within ctx:
+// one still running at its deadline stops there with an error saying the caller's deadline
+// passed; in a worker, which is told the deadline, the worker goes back to its pool rather
+// than being killed and replaced, and the admission's turn passes to the next. A ctx canceled
+// before its deadline (the API server gone) kills the worker at once.
 func applyRule(ctx context.Context, r *rule, pods []*corev1.Pod, workloads []*engine.Workload) ([]*corev1.Pod, []string, error) {
 	t, err := r.queue.acquire(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if !r.detach {
-		defer t.release(true)
-		return runRule(ctx, r, pods, workloads)
-	}
-	// The run may outlast the admission, which then goes on with its pods.
-	own := make([]*corev1.Pod, len(pods))
-	for i, p := range pods {
-		own[i] = p.DeepCopy()
-	}
-	type answer struct {
-		pods      []*corev1.Pod
-		changedBy []string
-		err       error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		// Bounded by the overlays' own time limits in the worker; the timeout is a backstop.
-		run, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.backstop)
-		defer cancel()
-		var a answer
-		a.pods, a.changedBy, a.err = runRule(run, r, own, workloads)
-		t.release(true)
-		done <- a
-	}()
-	select {
-	case a := <-done:
-		return a.pods, a.changedBy, a.err
-	case <-ctx.Done():
-		return nil, nil, fmt.Errorf("the admission's deadline passed while the overlays ran (the worker ends them at their time limit): %w", ctx.Err())
-	}
+	defer t.release(true)
+	return runRule(ctx, r, pods, workloads)
 }
 
 // runRule applies r's overlays, as applyRule says, once the admission's turn has come.

@@ -680,3 +680,57 @@ rules:
 		t.Errorf("worker stats %+v, want the one worker, alive and busy", s)
 	}
 }
+
+// TestOverlayPastDeadline: an overlay that outlasts its admission's deadline, in a worker, is
+// stopped there in the worker, which goes back to its pool: the admission is answered as its
+// rule's onError says, with the deadline in the message, no worker is restarted, and the
+// rule's next admission is served by the same worker.
+func TestOverlayPastDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	f := newFixture(t, map[string]string{
+		"config.yaml": `
+apiVersion: starpod.dev/v1alpha1
+kind: WebhookConfig
+rules:
+- name: slow
+  match: {namespaces: [bad, ml]}
+  overlays: [slow.star]
+`,
+		"slow.star": `def overlay(pod):
+    if pod["metadata"]["namespace"] == "bad":
+        for i in range(1 << 40):
+            pass
+    pod["metadata"]["labels"]["seen"] = "yes"
+`,
+	}, &Options{WorkersPerRule: 1, RequestTimeout: 2 * time.Second,
+		Engine: engine.Options{Isolation: engine.WorkerProcess, MaxSteps: 1 << 62, Timeout: 10 * time.Minute}})
+	started := f.srv.workerStats().Started
+	q := f.srv.cur.Load().rules[0].queue
+
+	bad := podRequest(t, strings.Replace(trainerPod, "namespace: ml", "namespace: bad", 1))
+	begin := time.Now()
+	resp := f.review(bad)
+	if elapsed := time.Since(begin); elapsed > 30*time.Second {
+		t.Errorf("the admission took %v, want its answer at its deadline of 2s, not at the overlay's time limit", elapsed)
+	}
+	if resp.Allowed || resp.Result == nil || !strings.HasPrefix(resp.Result.Message, "starpod rule slow: ") ||
+		!strings.Contains(resp.Result.Message, "the caller's deadline passed") {
+		t.Errorf("got %+v, want denied by the deadline", resp)
+	}
+	if running, waiting := q.stats(); running != 0 || waiting != 0 {
+		t.Errorf("the queue has %d running and %d waiting, want its turn given back", running, waiting)
+	}
+	if s := f.srv.workerStats(); s.Started != started || s.Alive != 1 {
+		t.Errorf("worker stats %+v, want the %d started and one alive: no restart", s, started)
+	}
+
+	req := podRequest(t, trainerPod)
+	if pod, _ := patched(t, req, f.review(req)); pod.Labels["seen"] != "yes" {
+		t.Errorf("the rule's next admission was not served: labels %v", pod.Labels)
+	}
+	if s := f.srv.workerStats(); s.Started != started {
+		t.Errorf("worker stats %+v, want the %d started: the next admission had the same worker", s, started)
+	}
+}

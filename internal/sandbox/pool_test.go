@@ -429,6 +429,51 @@ func TestPool(t *testing.T) {
 	}
 }
 
+// TestCallGrace checks that a worker told its caller's deadline (CallOptions.Grace) has the
+// grace period after the deadline to answer, and is killed only if it does not, while a
+// context canceled otherwise kills it at once.
+func TestCallGrace(t *testing.T) {
+	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol, Name: "echo worker"})
+	defer p.Close()
+	opts := CallOptions{First: time.Minute, Grace: 30 * time.Second}
+
+	// It answers 300ms after a deadline of 100ms: within the grace period.
+	w := getWorker(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	c := &call{kind: 'w', body: "1,400"}
+	if err := w.Call(ctx, c, opts); err != nil || c.got != "1,400" {
+		t.Errorf("an answer within the grace period: got %q, %v", c.got, err)
+	}
+	cancel()
+	p.Put(w)
+
+	// It does not answer: killed once the grace period has passed.
+	w = getWorker(t, p)
+	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+	start := time.Now()
+	err := w.Call(ctx, &call{kind: 's'}, CallOptions{First: time.Minute, Grace: 200 * time.Millisecond})
+	var f *Failure
+	if elapsed := time.Since(start); !errors.As(err, &f) || f.Reason != Canceled || !errors.Is(err, context.DeadlineExceeded) || elapsed < 300*time.Millisecond {
+		t.Errorf("no answer: got %v after %v, want a failure of the deadline after its grace period", err, elapsed)
+	}
+	cancel()
+	p.Put(w)
+
+	// A cancel kills it at once, grace or not.
+	w = getWorker(t, p)
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start = time.Now()
+	err = w.Call(ctx, &call{kind: 's'}, opts)
+	if elapsed := time.Since(start); !errors.As(err, &f) || f.Reason != Canceled || !errors.Is(err, context.Canceled) || elapsed > 10*time.Second {
+		t.Errorf("canceled: got %v after %v, want a failure of the cancel at once", err, elapsed)
+	}
+	p.Put(w)
+	if s := p.Stats(); s.Started != 2 {
+		t.Errorf("stats %+v, want 2 started: the first answered, the second was killed", s)
+	}
+}
+
 // TestPoolGetContext checks that a Get that waits for a busy worker returns the error of its
 // context once the context ends, and leaves the busy worker be.
 func TestPoolGetContext(t *testing.T) {

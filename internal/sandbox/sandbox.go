@@ -11,7 +11,9 @@
 // To run long-lived workers that answer requests, use a [Pool]: [Pool.Get] returns a ready
 // [Worker] (one that has limited its memory and said hello), [Worker.Call] sends one request
 // and reads its answers in frames (see [FrameReader]), with a time limit for the first
-// answer and for each after it, and [Pool.Put] gives it back. A worker program serves with
+// answer and for each after it (and, for a request that told the worker its context's
+// deadline, a grace period past that deadline: [CallOptions].Grace), and [Pool.Put] gives it
+// back. A worker program serves with
 // [Serve]; it may count its steps with [SetProgress] in memory its parent reads
 // ([Worker.Progress]): a step counts as an answer against the time limit, and tells the
 // parent how far a worker that died got, so that the worker need not write out each answer

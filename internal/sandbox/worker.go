@@ -6,12 +6,14 @@ package sandbox
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -218,24 +220,53 @@ type CallOptions struct {
 	// answers, such as what a script prints: they reach the exchange, but do not count as
 	// answers against the time, so that a worker cannot put off its end by sending them.
 	Aside byte
+	// Grace, if not zero, says that the request told the worker the deadline of the call's
+	// context, at which the worker stops by itself and answers: once the deadline passes, the
+	// parent waits Grace more for the answers before it kills the worker. A context that is
+	// canceled (not by its deadline) kills the worker at once, as it does without Grace.
+	Grace time.Duration
 }
 
 // Call sends a request to the worker and passes each answer to x until it says the request is
 // done. It returns nil, or a *Failure when the worker did not answer in time (Timeout), the
-// context ended (Canceled), the worker died of its memory limit (Memory), or it died
+// context ended (Canceled; with opts.Grace, its deadline only once the worker has not
+// answered within Grace after it), the worker died of its memory limit (Memory), or it died
 // otherwise or broke the protocol (Crashed). After a failure the worker is dead.
 func (w *Worker) Call(ctx context.Context, x Exchange, opts CallOptions) error {
 	if opts.Each == 0 {
 		opts.Each = opts.First
 	}
 	var reason atomic.Int32
+	var mu sync.Mutex
+	over := false // whether the call has returned, after which nothing kills the worker
 	kill := func(r Reason) {
-		reason.CompareAndSwap(0, int32(r))
-		w.child.cmd.Process.Kill()
+		mu.Lock()
+		defer mu.Unlock()
+		if !over {
+			reason.CompareAndSwap(0, int32(r))
+			w.child.cmd.Process.Kill()
+		}
 	}
 	wd := w.watch(opts, func() { kill(Timeout) })
-	stopCtx := context.AfterFunc(ctx, func() { kill(Canceled) })
+	ended := make(chan struct{}) // closed when the call returns
+	stopCtx := context.AfterFunc(ctx, func() {
+		if opts.Grace > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The worker stops at the deadline by itself: give it time to say so.
+			t := time.NewTimer(opts.Grace)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ended:
+				return
+			}
+		}
+		kill(Canceled)
+	})
 	defer func() {
+		mu.Lock()
+		over = true
+		mu.Unlock()
+		close(ended)
 		wd.stop()
 		stopCtx()
 	}()
@@ -275,7 +306,11 @@ func (w *Worker) Call(ctx context.Context, x Exchange, opts CallOptions) error {
 			wd.answered()
 		}
 	}
-	// The worker died or broke the protocol: make sure it is gone and find out why.
+	// The worker died or broke the protocol: make sure it is gone and find out why, which a
+	// kill from now on would not change.
+	mu.Lock()
+	over = true
+	mu.Unlock()
 	w.kill()
 	if sent != nil {
 		<-sent // the worker's input is closed now
