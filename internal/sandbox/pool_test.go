@@ -38,7 +38,25 @@ func TestMain(m *testing.M) {
 	if IsChild() {
 		os.Exit(runChild())
 	}
+	if os.Getenv("SANDBOX_TEST_ORPHANER") != "" {
+		os.Exit(orphaner())
+	}
 	os.Exit(m.Run())
+}
+
+// orphaner is the parent of TestOrphanDies: it starts a worker, sets it to sleep for an hour,
+// prints its pid and exits.
+func orphaner() int {
+	p := NewPool(&PoolOptions{Size: 1, Protocol: testProtocol})
+	w, err := p.Get(context.Background(), 128<<20, "", false)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go w.Call(context.Background(), &call{kind: 's'}, CallOptions{First: time.Hour})
+	time.Sleep(100 * time.Millisecond) // the request is on its way
+	fmt.Println(w.child.cmd.Process.Pid)
+	return 0
 }
 
 // sink and chunks keep what the children allocate alive.

@@ -59,6 +59,7 @@ func startChild(cmd *exec.Cmd, role string, limit int64, onExit func(*exit)) (*c
 	// A child started by vfork, as os/exec starts one on Linux, takes the peak memory of the
 	// process that started it as the first peak of its own.
 	inherited := peakRSS(os.Getpid())
+	dieWithParent(cmd)
 	err = cmd.Start()
 	crashW.Close()
 	if err != nil {
