@@ -109,13 +109,13 @@ type loadSpec struct {
 
 // loadResult is what the client process of one case of BenchmarkLoad saw.
 type loadResult struct {
-	Sent, Served, Refused int
-	Full                  int           // refusals with 429
-	Lost                  int           // requests that got no answer
-	RefusedMax            time.Duration // the longest a refusal took
-	P50, P99, Max         time.Duration // of the answers served
-	Elapsed               time.Duration
-	Err                   string // the first answer that was wrong, not a refusal
+	Sent, Served, Refused  int
+	Full                   int           // refusals with 429
+	Lost                   int           // requests that got no answer
+	RefusedP99, RefusedMax time.Duration // of the refusals
+	P50, P99, Max          time.Duration // of the answers served
+	Elapsed                time.Duration
+	Err                    string // the first answer that was wrong, not a refusal
 }
 
 // loadClientEnv names the environment variable that makes the test binary the client process
@@ -226,7 +226,7 @@ func checkWhy(c *http.Client, url string, body []byte, uid string) (why string, 
 // (closed loop), or, with a rate above zero, at that rate whatever the answers (open loop).
 func load(c *http.Client, spec *loadSpec) *loadResult {
 	res := &loadResult{}
-	var lat []time.Duration
+	var lat, refusals []time.Duration
 	var mu sync.Mutex
 	one := func() {
 		t0 := time.Now()
@@ -245,7 +245,7 @@ func load(c *http.Client, spec *loadSpec) *loadResult {
 			}
 		case why != "":
 			res.Refused++
-			res.RefusedMax = max(res.RefusedMax, d)
+			refusals = append(refusals, d)
 			if why == "429" {
 				res.Full++
 			} else if os.Getenv("WEBHOOK_LOAD_DEBUG") != "" {
@@ -283,12 +283,18 @@ func load(c *http.Client, spec *loadSpec) *loadResult {
 	}
 	wg.Wait()
 	res.Elapsed = time.Since(start)
-	slices.Sort(lat)
-	if n := len(lat); n > 0 {
-		q := func(f float64) time.Duration { return lat[int(float64(n-1)*f)] }
-		res.P50, res.P99, res.Max = q(0.5), q(0.99), lat[n-1]
-	}
+	res.P50, res.P99, res.Max = quantile(lat, 0.5), quantile(lat, 0.99), quantile(lat, 1)
+	res.RefusedP99, res.RefusedMax = quantile(refusals, 0.99), quantile(refusals, 1)
 	return res
+}
+
+// quantile returns the q-quantile of ds, which it sorts; zero if there are none.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[int(float64(len(ds)-1)*q)]
 }
 
 // runLoad runs spec's clients in a process of their own and returns what they saw.
@@ -389,6 +395,7 @@ rules:
 			b.ReportMetric(float64(r.Refused), "refused")
 			b.ReportMetric(float64(r.Full), "refused-429")
 			b.ReportMetric(float64(r.Lost), "lost")
+			b.ReportMetric(ms(r.RefusedP99), "refused-p99-ms")
 			b.ReportMetric(ms(r.RefusedMax), "refused-max-ms")
 			b.ReportMetric(ms(time.Duration(refusalMax.Load())), "server-refused-max-ms")
 			// Workers started beyond the pools' sizes replaced workers that died or were killed.
