@@ -17,7 +17,8 @@
 # (429, or denied); any other answer fails the run. A request that gets no answer (its
 # connection broke) is counted under "no answer". Latencies are the clients' (from sending to
 # the answer); "in the webhook" is what its handler took, from the request's headers to its
-# answer, which is what the webhook's deadline (8s) bounds. Each case runs for DURATION
+# answer, which is what the webhook's deadline (8s) bounds; "CPU per review" is the CPU time of
+# the webhook's process (not its workers', nor the clients') per review answered. Each case runs for DURATION
 # (default 5s) on a server of its own. The load average of the machine before and after is
 # printed under the tables: on a busy machine the figures are the machine's as much as the
 # webhook's.
@@ -30,8 +31,8 @@ out=$(go test -run '^$' -bench '^BenchmarkLoad$' -benchtime 1x -count 1 -timeout
 	exit 1
 }
 after=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "| load ($duration each) | reviews/s | p50 | p99 | max | max in the webhook | sent | refused (429) | refusals: p99, slowest (in the webhook) | no answer | worker restarts |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| load ($duration each) | reviews/s | p50 | p99 | max | max in the webhook | sent | refused (429) | refusals: p99, slowest (in the webhook) | no answer | worker restarts | CPU per review |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 echo "$out" | awk -v deadline_ms=8000 '
 /^BenchmarkLoad\// {
 	name = $1
@@ -53,10 +54,10 @@ END {
 		else if (name == "slow-clients") label = "4 clients beside 64 that trickle their bodies"
 		else if (name == "beside-bomb") label = "4 clients beside 2 sending another rule'"'"'s memory bomb"
 		else label = name
-		printf "| %s | %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %d | %d (%d) | %.1f ms, %.1f ms (%.1f ms) | %d | %d |\n", label,
+		printf "| %s | %d | %.1f ms | %.1f ms | %.1f ms | %.1f ms | %d | %d (%d) | %.1f ms, %.1f ms (%.1f ms) | %d | %d | %d µs |\n", label,
 			get(name, "reviews/s"), get(name, "p50-ms"), get(name, "p99-ms"), get(name, "max-ms"), get(name, "server-max-ms"),
 			get(name, "sent"), get(name, "refused"), get(name, "refused-429"), get(name, "refused-p99-ms"), get(name, "refused-max-ms"),
-			get(name, "server-refused-max-ms"), get(name, "lost"), get(name, "restarts")
+			get(name, "server-refused-max-ms"), get(name, "lost"), get(name, "restarts"), get(name, "cpu-us/review")
 	}
 	target("≥ 1,000 reviews/s with 16 clients", sprintf("%d/s", get("closed-16", "reviews/s")), get("closed-16", "reviews/s") >= 1000)
 	target("open loop at 500/s: p99 ≤ 10 ms, none refused", sprintf("p99 %.1f ms, %d refused", get("open-500/s", "p99-ms"), get("open-500/s", "refused")),
