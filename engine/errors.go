@@ -46,6 +46,13 @@ type Error struct {
 	Err    error // the cause: a syntax error, a *LimitError, a context error, ...
 }
 
+// maxFieldErrors bounds the problems of a result that Error prints, one a line: an overlay
+// that writes a bad value into every one of 10,000 items would print as many lines. Fields
+// keeps them all.
+const maxFieldErrors = 20
+
+// Error prints the error: for an invalid result, its first maxFieldErrors problems, one a
+// line, each at the statement that wrote the value, and how many more there are.
 func (e *Error) Error() string {
 	var b strings.Builder
 	prefix := e.Overlay
@@ -59,6 +66,10 @@ func (e *Error) Error() string {
 		for i, fe := range e.Fields {
 			if i > 0 {
 				b.WriteByte('\n')
+			}
+			if i == maxFieldErrors {
+				fmt.Fprintf(&b, "%s: and %d more errors in this pod", prefix, len(e.Fields)-i)
+				break
 			}
 			p, note := prefix, ""
 			if i < len(e.Writes) {

@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"go.starlark.net/starlark"
@@ -64,5 +66,31 @@ func TestLinkerCompile(t *testing.T) {
 	}
 	if _, ok := err.(*engine.Error); !ok {
 		t.Errorf("got %T, want *engine.Error", err)
+	}
+}
+
+// TestFieldErrorsCapped checks that an overlay that writes bad values into many fields gets
+// the first twenty problems printed, one a line at the statement that wrote each, and a count
+// of the others, which the error keeps.
+func TestFieldErrorsCapped(t *testing.T) {
+	src := `def overlay(pod):
+    pod["spec"]["containers"] = [{"name": "c%d" % i, "image": ""} for i in range(500)]
+    return pod
+`
+	o, err := engine.Compile(context.Background(), "many.star", []byte(src), &engine.Options{Validation: engine.ValidatePod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.Apply(context.Background(), testPod(), nil)
+	var e *engine.Error
+	if !errors.As(err, &e) || len(e.Fields) != 500 {
+		t.Fatalf("got %v, want an *Error of 500 fields", err)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 21 || !strings.HasPrefix(lines[20], "many.star:") || !strings.HasSuffix(lines[20], ": and 480 more errors in this pod") {
+		t.Errorf("got %d lines, the last %q; want 20 and a count of the 480 more", len(lines), lines[len(lines)-1])
+	}
+	if want := ": spec.containers[0].image: every container needs an image"; !strings.HasSuffix(lines[0], want) {
+		t.Errorf("first line %q, want it to end with %q", lines[0], want)
 	}
 }
