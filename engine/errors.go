@@ -38,9 +38,9 @@ type Error struct {
 	// Fields lists the problems of an invalid result, each with its pod field path,
 	// e.g. spec.containers[0].ports[0].containerPort.
 	Fields field.ErrorList
-	// Writes says, for each of Fields, where the overlay last wrote the offending value: the
-	// statement or helper call, in the script or a module it loads, with the call stack to
-	// it; or that the value came from the input pod. It is empty when no write could be
+	// Writes says, for each of the first Fields (those Error prints, 20 at most), where the
+	// overlay last wrote the offending value: the statement or helper call, in the script or
+	// a module it loads, with the call stack to it; or that the value came from the input pod. It is empty when no write could be
 	// found; then Pos is the overlay function's. Pos and Backtrace are those of Writes[0].
 	Writes []Write
 	Err    error // the cause: a syntax error, a *LimitError, a context error, ...

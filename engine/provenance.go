@@ -408,8 +408,11 @@ func (o *Overlay) stackAt(ctx context.Context, pod *corev1.Pod, env *Env, step u
 
 // attribute sets the writes of the fields of e, an invalid result of applying o to pod.
 func (o *Overlay) attribute(ctx context.Context, pod *corev1.Pod, env *Env, e *Error) {
-	paths := make([]string, len(e.Fields))
-	for i, fe := range e.Fields {
+	// Only the problems Error prints are traced: each path tracked costs every step of the
+	// run again.
+	fields := e.Fields[:min(len(e.Fields), maxFieldErrors)]
+	paths := make([]string, len(fields))
+	for i, fe := range fields {
 		paths[i] = fe.Field
 	}
 	writes := o.provenance(ctx, pod, env, paths)
