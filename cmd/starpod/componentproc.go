@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -82,7 +83,8 @@ func newComponentProcessCmd(a *app) *cobra.Command {
 }
 
 // runComponentProcess runs starpod component-process with args in a child limited to memory
-// bytes, passes on what it wrote to standard error (its errors and what components printed),
+// bytes, passes on what it writes to standard error (its errors and what components print) as
+// it writes it, up to maxTestStderr bytes,
 // and returns what it wrote to standard output. If the child failed it returns an
 // *exitCodeError with its exit code once its errors are printed, or an *engine.Error naming
 // name when it passed the memory limit.
@@ -93,8 +95,8 @@ func runComponentProcess(ctx context.Context, a *app, name string, memory int64,
 	}
 	cmd := sandbox.Command(ctx, memory, exe, append([]string{"component-process"}, args...)...)
 	stdout := &headBuffer{max: maxComponentOutput}
-	stderr := &headBuffer{max: maxTestStderr}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// What components print reaches the user as they print it.
+	cmd.Stdout, cmd.Stderr = stdout, &headWriter{w: a.stderr, max: maxTestStderr}
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("%s: starting a component process: %v", name, err)
 	}
@@ -103,13 +105,26 @@ func runComponentProcess(ctx context.Context, a *app, name string, memory int64,
 	}
 	switch code := cmd.ProcessState.ExitCode(); code {
 	case exitOK, exitError, exitUsage, exitLimitRefused:
-		if _, err := a.stderr.Write(stderr.Bytes()); err != nil {
-			return nil, err
-		}
 		if code != exitOK {
 			return stdout.Bytes(), &exitCodeError{code}
 		}
 		return stdout.Bytes(), nil
 	}
 	return nil, fmt.Errorf("%s: the component process failed: %s", name, cmd.ProcessState)
+}
+
+// headWriter passes the first max bytes written to it on to w, and drops the rest; it never
+// fails, so that the process whose output it takes is never stopped by it.
+type headWriter struct {
+	w      io.Writer
+	max, n int
+}
+
+func (h *headWriter) Write(p []byte) (int, error) {
+	if room := h.max - h.n; room > 0 {
+		q := p[:min(room, len(p))]
+		h.n += len(q)
+		h.w.Write(q)
+	}
+	return len(p), nil
 }

@@ -179,7 +179,9 @@ const annotationServer = "starpod.dev/server"
 // stops the command.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	in := newStopReader(ctx, stdin)
-	a := &app{stdin: in, stdinTerminal: in.isTerminal(), stdout: &stopWriter{ctx, stdout}, stderr: stderr}
+	// Once a signal stops the command, what it would say of its end (a worker killed, a
+	// computation cancelled) is the signal's doing: only the line below says so.
+	a := &app{stdin: in, stdinTerminal: in.isTerminal(), stdout: &stopWriter{ctx, stdout}, stderr: &stopWriter{ctx, stderr}}
 	setFastPaths()
 	root := newRootCmd(a)
 	root.SetArgs(goStyleFlags(args))

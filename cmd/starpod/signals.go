@@ -162,3 +162,12 @@ func (s *stopWriter) Write(p []byte) (int, error) {
 
 // Unwrap returns the writer s writes to.
 func (s *stopWriter) Unwrap() io.Writer { return s.w }
+
+// logWriter returns the writer under w's stopWriter, if it has one: a server logs its
+// shutdown after the signal that began it.
+func logWriter(w io.Writer) io.Writer {
+	if s, ok := w.(*stopWriter); ok {
+		return s.w
+	}
+	return w
+}

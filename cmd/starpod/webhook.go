@@ -161,9 +161,9 @@ func (f *webhookFlags) engineOptions(a *app) (*webhook.Options, error) {
 	var handler slog.Handler
 	switch f.logFormat {
 	case "json":
-		handler = slog.NewJSONHandler(a.stderr, nil)
+		handler = slog.NewJSONHandler(logWriter(a.stderr), nil)
 	case "text":
-		handler = slog.NewTextHandler(a.stderr, nil)
+		handler = slog.NewTextHandler(logWriter(a.stderr), nil)
 	case "none":
 		handler = slog.DiscardHandler
 	default:
