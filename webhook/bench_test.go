@@ -234,18 +234,14 @@ func BenchmarkBesideBomb(b *testing.B) {
 			var bombs atomic.Int64
 			for range 2 {
 				wg.Go(func() {
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
+					repeat(stop, func() bool {
 						if err := send(c, url, bad, true); err != nil {
 							b.Error(err)
-							return
+							return false
 						}
 						bombs.Add(1)
-					}
+						return true
+					})
 				})
 			}
 			hammer(b, max(b.N, 500), clients, 0, func() error { return send(c, url, good, false) })

@@ -167,18 +167,14 @@ func runLoadClient(spec *loadSpec) *loadResult {
 	if spec.Bomb {
 		for range 2 {
 			wg.Go(func() {
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
+				repeat(stop, func() bool {
 					if why, err := checkWhy(c, spec.URL, spec.BadBody, spec.BadUID); err != nil || why == "" {
 						msg := fmt.Sprintf("the bomb was not refused: %v", err)
 						bombErr.CompareAndSwap(nil, &msg)
-						return
+						return false
 					}
-				}
+					return true
+				})
 			})
 		}
 	}
@@ -189,6 +185,20 @@ func runLoadClient(spec *loadSpec) *loadResult {
 		res.Err = *e
 	}
 	return res
+}
+
+// repeat calls f until stop is closed or f returns false.
+func repeat(stop <-chan struct{}, f func() bool) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if !f() {
+			return
+		}
+	}
 }
 
 // checkWhy posts body and checks its answer: an AdmissionReview of uid that allows the pod
