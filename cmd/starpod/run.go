@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -308,6 +309,12 @@ func printErrors(a *app, err error) error {
 		errs = build.Errs
 	}
 	for _, err := range errs {
+		var missing *fs.PathError
+		if build != nil && errors.As(err, &missing) && errors.Is(err, fs.ErrNotExist) {
+			// A file of the command line's (the spec's are *SpecErrors): named as apply
+			// names it, with the flag and where it was looked for.
+			err = scriptFileError(missing.Path, err)
+		}
 		fmt.Fprintln(a.stderr, err)
 		var e *engine.Error
 		if errors.As(err, &e) && e.Backtrace != "" {
