@@ -17,7 +17,9 @@ package engine
 //     where a cgroup v2 memory controller is writable it also puts itself in a cgroup with
 //     memory.max = MaxMemory. A script that passes the limit kills its worker; the caller gets
 //     an *Error wrapping a *LimitError{Limit: LimitMemory} naming the overlay, and the pool starts
-//     a new worker on demand.
+//     a new worker on demand (with WorkerPoolOptions.RestartBackoff, after a wait that grows
+//     while its workers die one after another).
+//   - A worker dies with the process that started it (on Linux), even while it runs a script.
 //   - The memory limit is per worker process, and covers every script the worker holds: the
 //     last 16 (maxWorkerScripts) it compiled or applied, with the globals of their modules. A
 //     script whose modules hold much memory leaves less to the others in the same worker. A
