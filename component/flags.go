@@ -194,15 +194,7 @@ func isFlag(arg string) bool {
 
 // allDigits reports whether s is one or more ASCII digits.
 func allDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.TrimLeft(s, "0123456789") == ""
 }
 
 // isBoolWord reports whether s is true or false, in any case: the values a bool flag takes

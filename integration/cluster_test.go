@@ -734,70 +734,48 @@ func TestRunWait(t *testing.T) {
 	} {
 		id := strings.ToLower(string(test.final))
 		handle := "kubernetes://" + ns + "/" + id
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, starpodBin, "run", "--wait", "--app-id", id, "--cfg", "namespace="+ns, example)
-		cmd.Dir = ".."
-		cmd.Env = []string{"HOME=" + t.TempDir(), "KUBECONFIG=" + kubeconfig}
-		var stdout, stderr syncBuffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, &stderr, "trainer/3 UNKNOWN\n")
+		run := startStarpod(t, "run", "--wait", "--app-id", id, "--cfg", "namespace="+ns, example)
+		waitFor(t, &run.stderr, "trainer/3 UNKNOWN\n")
 		setPhase(t, ns, id, vcbatch.Pending, map[string]string{"trainer-0": "Pending", "trainer-1": "Pending"})
-		waitFor(t, &stderr, "trainer/1 PENDING\n")
+		waitFor(t, &run.stderr, "trainer/1 PENDING\n")
 		setPhase(t, ns, id, vcbatch.Running, map[string]string{"trainer-0": "Running", "trainer-1": "Pending"})
-		waitFor(t, &stderr, "trainer/0 RUNNING\n")
+		waitFor(t, &run.stderr, "trainer/0 RUNNING\n")
 		// A change that moves no state prints nothing.
 		setPhase(t, ns, id, vcbatch.Running, map[string]string{"trainer-0": "Running", "trainer-1": "Bound"})
 		setPhase(t, ns, id, test.final, map[string]string{"trainer-0": "Succeeded", "trainer-1": "Succeeded"})
-		err := cmd.Wait()
-		code := 0
-		if exit, ok := err.(*exec.ExitError); ok {
-			code = exit.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		r := run.wait(t)
 		// Standard output has the handle alone, for H=$(starpod run --wait ...); the progress
 		// is on standard error.
-		if got := stdout.String(); got != handle+"\n" {
+		if got := r.stdout; got != handle+"\n" {
 			t.Errorf("run --wait until %s: stdout %q, want the handle alone", test.final, got)
 		}
 		want := handle + " UNKNOWN\ntrainer/0 UNKNOWN\ntrainer/1 UNKNOWN\ntrainer/2 UNKNOWN\ntrainer/3 UNKNOWN\n" +
 			handle + " PENDING (Pending: Test)\ntrainer/0 PENDING\ntrainer/1 PENDING\n" +
 			handle + " RUNNING (Running: Test)\ntrainer/0 RUNNING\n" +
 			handle + " " + test.last + "\ntrainer/0 SUCCEEDED\ntrainer/1 SUCCEEDED\n"
-		progress, _, _ := strings.Cut(stderr.String(), "app "+handle+" ended")
+		progress, _, _ := strings.Cut(r.stderr, "app "+handle+" ended")
 		if diff := cmp.Diff(want, progress); diff != "" {
 			t.Errorf("run --wait until %s: output (-want +got):\n%s", test.final, diff)
 		}
-		if code != test.code {
-			t.Errorf("run --wait until %s: exit %d, want %d; stderr:\n%s", test.final, code, test.code, stderr.String())
+		if r.code != test.code {
+			t.Errorf("run --wait until %s: exit %d, want %d; stderr:\n%s", test.final, r.code, test.code, r.stderr)
 		}
-		if test.code != 0 && !strings.Contains(stderr.String(), "app "+handle+" ended "+strings.Fields(test.last)[0]) {
-			t.Errorf("run --wait until %s: stderr %q does not say how the app ended", test.final, stderr.String())
+		if test.code != 0 && !strings.Contains(r.stderr, "app "+handle+" ended "+strings.Fields(test.last)[0]) {
+			t.Errorf("run --wait until %s: stderr %q does not say how the app ended", test.final, r.stderr)
 		}
 	}
 
 	// status --wait follows an existing app; a deleted job ends the wait with an error.
 	mustRun(t, "run", "--app-id", "deleted", "--cfg", "namespace="+ns, example)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, starpodBin, "status", "--wait", "kubernetes://"+ns+"/deleted")
-	cmd.Env = []string{"HOME=" + t.TempDir(), "KUBECONFIG=" + kubeconfig}
-	var stdout, stderr syncBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, &stdout, "trainer/3 UNKNOWN\n")
+	status := startStarpod(t, "status", "--wait", "kubernetes://"+ns+"/deleted")
+	waitFor(t, &status.stdout, "trainer/3 UNKNOWN\n")
 	mustRun(t, "delete", "kubernetes://"+ns+"/deleted")
-	if err := cmd.Wait(); err == nil {
+	r := status.wait(t)
+	if r.code == 0 {
 		t.Errorf("status --wait of a deleted job succeeded")
 	}
-	if !strings.Contains(stderr.String(), `watch job "deleted": the job was deleted`) {
-		t.Errorf("status --wait of a deleted job: stderr %q", stderr.String())
+	if !strings.Contains(r.stderr, `watch job "deleted": the job was deleted`) {
+		t.Errorf("status --wait of a deleted job: stderr %q", r.stderr)
 	}
 }
 

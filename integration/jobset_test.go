@@ -349,33 +349,18 @@ func TestJobSetWait(t *testing.T) {
 		{"done", "Completed", "AllJobsCompleted", "SUCCEEDED", 0},
 		{"broke", "Failed", "FailedJobs", "FAILED", 1},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, starpodBin, append([]string{"run", "-s", "jobset", "--wait", "--app-id", c.name, "-n", ns}, ddpArgs...)...)
-		cmd.Dir = ".."
-		cmd.Env = []string{"HOME=" + t.TempDir(), "KUBECONFIG=" + kubeconfig}
-		var stdout, stderr syncBuffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, &stderr, "train/1 UNKNOWN\n")
+		run := startStarpod(t, append([]string{"run", "-s", "jobset", "--wait", "--app-id", c.name, "-n", ns}, ddpArgs...)...)
+		waitFor(t, &run.stderr, "train/1 UNKNOWN\n")
 		updateJobSetStatus(t, ns, c.name, func(s *jobset.JobSetStatus) {
 			s.ReplicatedJobsStatus = []jobset.ReplicatedJobStatus{{Name: "train", Active: 1}}
 		})
-		waitFor(t, &stderr, "train/1 PENDING\n")
+		waitFor(t, &run.stderr, "train/1 PENDING\n")
 		updateJobSetStatus(t, ns, c.name, func(s *jobset.JobSetStatus) {
 			s.Conditions = []metav1.Condition{{Type: c.cond, Status: metav1.ConditionTrue, Reason: c.reason, Message: "the test says so",
 				LastTransitionTime: metav1.Now()}}
 			s.TerminalState = c.cond
 		})
-		err := cmd.Wait()
-		r := result{stdout: stdout.String(), stderr: stderr.String()}
-		if exit, ok := err.(*exec.ExitError); ok {
-			r.code = exit.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
+		r := run.wait(t)
 		if r.code != c.code || r.stdout != "jobset://"+ns+"/"+c.name+"\n" || !strings.Contains(r.stderr, c.state) {
 			t.Errorf("%s: run --wait: %s", c.name, r)
 		}

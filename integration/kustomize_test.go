@@ -33,21 +33,7 @@ func kustomization(t *testing.T, overlay string) string {
 transformers:
 - starpod.yaml
 `,
-		"app.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-spec:
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: web
-        image: nginx:1.27
----
+		"app.yaml": kptApp + `---
 apiVersion: batch.volcano.sh/v1alpha1
 kind: Job
 metadata:
@@ -86,15 +72,7 @@ spec:
 `,
 		"overlays/team.star": overlay,
 	}
-	for name, text := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, files)
 	return dir
 }
 

@@ -325,3 +325,42 @@ func starpodEnv(t *testing.T, env []string, args ...string) result {
 	}
 	return r
 }
+
+// A started is a starpod command running in the background, its output in buffers that the
+// test reads as it runs (see startStarpod).
+type started struct {
+	cmd            *exec.Cmd
+	stdout, stderr syncBuffer
+}
+
+// startStarpod starts the starpod binary with args against the shared cluster and returns it
+// running. It is killed if it has not finished within two minutes (a bound on a hang, not a
+// timing assertion).
+func startStarpod(t *testing.T, args ...string) *started {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	s := &started{cmd: exec.CommandContext(ctx, starpodBin, args...)}
+	s.cmd.Dir = ".."
+	s.cmd.Env = []string{"HOME=" + t.TempDir(), "KUBECONFIG=" + kubeconfig}
+	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// wait waits for the command to end and returns what it printed and its exit code.
+func (s *started) wait(t *testing.T) result {
+	t.Helper()
+	err := s.cmd.Wait()
+	r := result{stdout: s.stdout.String(), stderr: s.stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return r
+}

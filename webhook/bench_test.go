@@ -31,6 +31,18 @@ import (
 // server keeps them.
 func benchServer(b *testing.B, files map[string]string, opts *Options, clients int) (string, *http.Client) {
 	b.Helper()
+	s := newServer(b, files, opts)
+	ts := httptest.NewTLSServer(s.Handler())
+	b.Cleanup(ts.Close)
+	c := ts.Client()
+	c.Transport.(*http.Transport).MaxIdleConnsPerHost = clients
+	return ts.URL + "/mutate", c
+}
+
+// newServer writes files (config.yaml and the overlays) into a directory of their own and
+// returns a Server of the config, closed when b ends.
+func newServer(b *testing.B, files map[string]string, opts *Options) *Server {
+	b.Helper()
 	dir := b.TempDir()
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
@@ -42,11 +54,7 @@ func benchServer(b *testing.B, files map[string]string, opts *Options, clients i
 		b.Fatal(err)
 	}
 	b.Cleanup(s.Close)
-	ts := httptest.NewTLSServer(s.Handler())
-	b.Cleanup(ts.Close)
-	c := ts.Client()
-	c.Transport.(*http.Transport).MaxIdleConnsPerHost = clients
-	return ts.URL + "/mutate", c
+	return s
 }
 
 // reviewRaw is the pod, encoded as the API server encodes it: in the order of the API types.

@@ -6,7 +6,6 @@ package webhook
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -19,7 +18,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -505,17 +503,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // returns the URL of /mutate and the server's certificate (DER).
 func loadServer(b *testing.B, files map[string]string, opts *Options) (string, []byte, *Server) {
 	b.Helper()
-	dir := b.TempDir()
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	s, err := New(context.Background(), filepath.Join(dir, "config.yaml"), opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(s.Close)
+	s := newServer(b, files, opts)
 	h := s.Handler()
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()

@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // Limits of the scripts that every command reads.
@@ -215,15 +216,7 @@ func isDigits(s string) bool {
 	if s != "" && (s[0] == '+' || s[0] == '-') {
 		s = s[1:]
 	}
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.TrimLeft(s, "0123456789") == ""
 }
 
 // FormatSize formats a number of bytes as the Kubernetes quantity it is written as most
