@@ -5,6 +5,7 @@ package main
 // cannot exhaust the memory of the starpod process.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -84,7 +85,7 @@ func newComponentProcessCmd(a *app) *cobra.Command {
 
 // runComponentProcess runs starpod component-process with args in a child limited to memory
 // bytes, passes on what it writes to standard error (its errors and what components print) as
-// it writes it, up to maxTestStderr bytes,
+// it writes it, up to maxTestStderr bytes and then its end (see headWriter),
 // and returns what it wrote to standard output. If the child failed it returns an
 // *exitCodeError with its exit code once its errors are printed, or an *engine.Error naming
 // name when it passed the memory limit.
@@ -96,8 +97,11 @@ func runComponentProcess(ctx context.Context, a *app, name string, memory int64,
 	cmd := sandbox.Command(ctx, memory, exe, append([]string{"component-process"}, args...)...)
 	stdout := &headBuffer{max: maxComponentOutput}
 	// What components print reaches the user as they print it.
-	cmd.Stdout, cmd.Stderr = stdout, &headWriter{w: a.stderr, max: maxTestStderr}
-	if err := cmd.Run(); err != nil {
+	stderr := &headWriter{w: a.stderr, max: maxTestStderr}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err = cmd.Run()
+	stderr.finish()
+	if err != nil {
 		return nil, fmt.Errorf("%s: starting a component process: %v", name, err)
 	}
 	if failure := cmd.Failure(); failure != nil && failure.Reason == sandbox.Memory {
@@ -113,18 +117,48 @@ func runComponentProcess(ctx context.Context, a *app, name string, memory int64,
 	return nil, fmt.Errorf("%s: the component process failed: %s", name, cmd.ProcessState)
 }
 
-// headWriter passes the first max bytes written to it on to w, and drops the rest; it never
-// fails, so that the process whose output it takes is never stopped by it.
+// headWriter passes the first max bytes written to it on to w as they come, and keeps the
+// last max/4 of the rest, which finish passes on after a line that says how much was left
+// out: a component that prints without end neither floods the terminal nor hides the error
+// its process writes last. It never fails, so that the process whose output it takes is never
+// stopped by it.
 type headWriter struct {
-	w      io.Writer
-	max, n int
+	w       io.Writer
+	max, n  int
+	dropped int    // bytes past the head, not kept in last
+	last    []byte // the end of what came past the head
 }
 
 func (h *headWriter) Write(p []byte) (int, error) {
+	n := len(p)
 	if room := h.max - h.n; room > 0 {
 		q := p[:min(room, len(p))]
 		h.n += len(q)
 		h.w.Write(q)
+		p = p[len(q):]
 	}
-	return len(p), nil
+	h.last = append(h.last, p...)
+	if keep := h.max / 4; len(h.last) > keep {
+		cut := len(h.last) - keep
+		h.dropped += cut
+		h.last = append(h.last[:0], h.last[cut:]...)
+	}
+	return n, nil
+}
+
+// finish passes on the end kept, from its first whole line, after a line that says how many
+// bytes were left out.
+func (h *headWriter) finish() {
+	if len(h.last) == 0 {
+		return
+	}
+	last := h.last
+	if h.dropped > 0 {
+		if i := bytes.IndexByte(last, '\n'); i >= 0 {
+			h.dropped += i + 1
+			last = last[i+1:]
+		}
+		fmt.Fprintf(h.w, "\n[%d bytes of output left out]\n", h.dropped)
+	}
+	h.w.Write(last)
 }
