@@ -186,6 +186,7 @@ func runRule(ctx context.Context, r *rule, pods []*corev1.Pod, workloads []*engi
 		}
 	}
 	var changedBy []string
+	enc := encodePods(pods) // of the pods the next overlay gets
 	for _, o := range r.overlays {
 		var out []*corev1.Pod
 		var err error
@@ -206,26 +207,35 @@ func runRule(ctx context.Context, r *rule, pods []*corev1.Pod, workloads []*engi
 		if err != nil {
 			return nil, nil, err
 		}
-		if !podsEqual(pods, out) {
+		next := encodePods(out)
+		if !sameEncodings(enc, next) {
 			changedBy = append(changedBy, o.name)
 		}
-		pods = out
+		pods, enc = out, next
 	}
 	return pods, changedBy, nil
 }
 
-// podsEqual reports whether a and b hold the same pods, comparing their protobuf encodings,
-// which say what apimachinery's semantic equality says at a fraction of its cost: quantities
-// are written in their canonical form, times as seconds and nanoseconds, map keys in order,
-// and an empty list or map as a missing one. A pod that cannot be encoded counts as changed.
-func podsEqual(a, b []*corev1.Pod) bool {
+// encodePods returns the protobuf encodings of pods, which say whether two pods are the same
+// as apimachinery's semantic equality says, at a fraction of its cost: quantities are written
+// in their canonical form, times as seconds and nanoseconds, map keys in order, and an empty
+// list or map as a missing one. A pod that cannot be encoded has a nil encoding.
+func encodePods(pods []*corev1.Pod) [][]byte {
+	out := make([][]byte, len(pods))
+	for i, p := range pods {
+		out[i], _ = p.Marshal()
+	}
+	return out
+}
+
+// sameEncodings reports whether a and b, encodings of encodePods, are of the same pods; one
+// that could not be encoded differs from any.
+func sameEncodings(a, b [][]byte) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		x, errX := a[i].Marshal()
-		y, errY := b[i].Marshal()
-		if errX != nil || errY != nil || !bytes.Equal(x, y) {
+		if a[i] == nil || b[i] == nil || !bytes.Equal(a[i], b[i]) {
 			return false
 		}
 	}

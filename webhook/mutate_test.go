@@ -9,9 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestPodsEqual checks that podsEqual says what apimachinery's semantic equality says of the
-// differences an overlay's round trip can make, and sees a change of any field.
+// TestPodsEqual checks that the pods' encodings say what apimachinery's semantic equality
+// says of the differences an overlay's round trip can make, and see a change of any field.
 func TestPodsEqual(t *testing.T) {
+	podsEqual := func(a, b []*corev1.Pod) bool { return sameEncodings(encodePods(a), encodePods(b)) }
 	base := func() *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"b": "2", "a": "1"},
