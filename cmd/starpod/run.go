@@ -243,13 +243,7 @@ func runRun(ctx context.Context, a *app, f *runFlags, spec string, componentArgs
 	if err != nil {
 		return printErrors(a, err)
 	}
-	return submitJob(ctx, a, job, submitOptions{
-		Kubeconfig:   f.kubeconfig,
-		Context:      f.context,
-		DryRunServer: f.dryRun == "server",
-		Wait:         f.wait,
-		Output:       f.output,
-	})
+	return submitJob(ctx, a, job, f.submitOptions())
 }
 
 // runJobSet builds the JobSet of app and prints it (a client dry run) or submits it.
@@ -266,13 +260,12 @@ func runJobSet(ctx context.Context, a *app, f *runFlags, app *scheduler.App, cfg
 		_, err = a.stdout.Write(out)
 		return err
 	}
-	return submitJobSet(ctx, a, js, submitOptions{
-		Kubeconfig:   f.kubeconfig,
-		Context:      f.context,
-		DryRunServer: f.dryRun == "server",
-		Wait:         f.wait,
-		Output:       f.output,
-	})
+	return submitJobSet(ctx, a, js, f.submitOptions())
+}
+
+// submitOptions returns how the flags have a job or JobSet submitted.
+func (f *runFlags) submitOptions() submitOptions {
+	return submitOptions{Kubeconfig: f.kubeconfig, Context: f.context, DryRunServer: f.dryRun == "server", Wait: f.wait, Output: f.output}
 }
 
 // cfgSets reports whether the --cfg settings give key a value.
